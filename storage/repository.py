@@ -1,0 +1,221 @@
+"""KnowledgeStore: the one interface the graphs, CLI and UI use to reach PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Engine, text
+
+from storage import documents, graph_writes, migrate, work
+from storage.engine import make_engine
+from storage.errors import (
+    EmbeddingDimensionMismatchError,
+    ExtensionMissingError,
+    NotFoundError,
+)
+from storage.models import (
+    ChunkOutcome,
+    ChunkWork,
+    DocumentIn,
+    DocumentSync,
+    Entity,
+    EntityIn,
+    RelationIn,
+    RemovalReport,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What `krag doctor` reports about the database."""
+
+    version: str
+    extensions: dict[str, str]
+    schema_revision: str | None
+    embedding_model: str | None
+    embedding_dim: int | None
+
+
+class KnowledgeStore:
+    """Documents, chunks, extraction status, entities and relations in PostgreSQL.
+
+    Build with :meth:`open` (connects, migrates, checks the embedding model). All writes are
+    batched; each public write method is one transaction unless a connection from
+    :meth:`transaction` is passed in.
+    """
+
+    def __init__(self, engine: Engine, embedding_model: str, embedding_dim: int) -> None:
+        self.engine = engine
+        self.embedding_model = embedding_model
+        self.embedding_dim = embedding_dim
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls, url: str, *, embedding_model: str, embedding_dim: int, pool_size: int = 10,
+        statement_timeout_ms: int | None = None, check_embedding: bool = True,
+    ) -> KnowledgeStore:
+        """Connect, create/upgrade the schema and verify the embedding model matches.
+
+        ``check_embedding=False`` opens a store whose vectors come from another model (only
+        to re-embed it).
+        """
+        engine = make_engine(url, pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        try:
+            _check_extensions_available(engine)
+            migrate.upgrade(engine, embedding_dim)
+            if check_embedding:
+                _check_or_record_embedding(engine, embedding_model, embedding_dim)
+        except Exception:
+            engine.dispose()
+            raise
+        return cls(engine, embedding_model, embedding_dim)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """A connection inside one transaction (committed on success, rolled back on error)."""
+        with self.engine.begin() as conn:
+            yield conn
+
+    # -- documents -------------------------------------------------------------------------
+    def sync_document(self, doc: DocumentIn, chunk_texts: Sequence[str]) -> DocumentSync:
+        """Store a document version; see :func:`storage.documents.sync_document`."""
+        with self.transaction() as conn:
+            return documents.sync_document(conn, doc, chunk_texts)
+
+    def remove_source(self, scope: str, source: str) -> RemovalReport:
+        """Remove every document of a source and whatever only they supported."""
+        with self.transaction() as conn:
+            doc_ids = list(conn.execute(
+                text("SELECT id FROM documents WHERE scope = :s AND source = :src FOR UPDATE"),
+                {"s": scope, "src": source}).scalars())
+            if not doc_ids:
+                raise NotFoundError(
+                    f"no source {source!r} in scope {scope!r}; `krag status` lists sources.")
+            return documents.remove_documents(conn, doc_ids)
+
+    def remove_document(self, document_id: str) -> RemovalReport:
+        with self.transaction() as conn:
+            return documents.remove_documents(conn, [document_id])
+
+    # -- extraction work -------------------------------------------------------------------
+    def claim_chunks(self, limit: int, worker: str, **filters: Any) -> list[ChunkWork]:
+        """Claim pending chunks for extraction (safe across processes and machines)."""
+        with self.transaction() as conn:
+            return work.claim_chunks(conn, limit=limit, worker=worker, **filters)
+
+    def fail_chunk(self, chunk_id: str, error: str, llm_calls: int = 0) -> None:
+        with self.transaction() as conn:
+            work.fail_chunk(conn, chunk_id, error, llm_calls)
+
+    def release_chunks(self, chunk_ids: Sequence[str]) -> None:
+        with self.transaction() as conn:
+            work.release_chunks(conn, chunk_ids)
+
+    # -- graph writes ----------------------------------------------------------------------
+    def write_graph(
+        self, entities: Sequence[EntityIn], relations: Sequence[RelationIn],
+        completed: Sequence[ChunkOutcome] = (),
+    ) -> None:
+        """Upsert entities, then relations, then mark chunks completed: one transaction."""
+        with self.transaction() as conn:
+            graph_writes.upsert_entities(conn, entities)
+            graph_writes.upsert_relations(conn, relations)
+            work.complete_chunks(conn, completed)
+
+    # -- reads -----------------------------------------------------------------------------
+    def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(text(
+                "SELECT id, name, type, summary, confidence, scope FROM entities "
+                "WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
+        return [Entity(r.id, r.name, r.type, r.summary, r.confidence, r.scope) for r in rows]
+
+    def counts(self, scope: str | None = None) -> dict[str, int]:
+        """Row counts per table (optionally for one scope)."""
+        sql = """
+        SELECT
+          (SELECT count(*) FROM documents d WHERE CAST(:s AS text) IS NULL OR d.scope = :s),
+          (SELECT count(*) FROM chunks c JOIN documents d ON d.id = c.document_id
+             WHERE CAST(:s AS text) IS NULL OR d.scope = :s),
+          (SELECT count(*) FROM entities e WHERE CAST(:s AS text) IS NULL OR e.scope = :s),
+          (SELECT count(*) FROM relations r WHERE CAST(:s AS text) IS NULL OR r.scope = :s)"""
+        with self.engine.connect() as conn:
+            d, c, e, r = conn.execute(text(sql), {"s": scope}).one()
+        return {"documents": d, "chunks": c, "entities": e, "relations": r}
+
+    def server_info(self) -> ServerInfo:
+        with self.engine.connect() as conn:
+            version = conn.execute(text("SHOW server_version")).scalar() or "?"
+            exts = dict(conn.execute(text(
+                "SELECT extname, extversion FROM pg_extension "
+                "WHERE extname IN ('vector', 'pg_trgm')")).all())
+            meta = _read_meta(conn)
+        return ServerInfo(
+            version, exts, migrate.current_revision(self.engine),
+            meta.get("embedding_model"),
+            int(meta["embedding_dim"]) if "embedding_dim" in meta else None,
+        )
+
+    # -- embeddings ------------------------------------------------------------------------
+    def reset_embeddings(self, embedding_model: str, embedding_dim: int) -> None:
+        """Switch the store to another embedding model: clear vectors, resize columns.
+
+        Callers then re-embed every entity and relation (``krag reembed``).
+        """
+        with self.transaction() as conn:
+            for table in ("entities", "relations"):
+                conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
+                conn.execute(text(
+                    f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({embedding_dim}) "
+                    "USING NULL"))
+                conn.execute(text(
+                    f"CREATE INDEX {table}_embedding_hnsw ON {table} "
+                    "USING hnsw (embedding vector_cosine_ops)"))
+            _write_meta(conn, embedding_model, embedding_dim)
+        self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
+
+
+def _read_meta(conn: Connection) -> dict[str, str]:
+    if conn.execute(text("SELECT to_regclass('krag_meta')")).scalar() is None:
+        return {}
+    return dict(conn.execute(text("SELECT key, value FROM krag_meta")).all())
+
+
+def _write_meta(conn: Connection, model: str, dim: int) -> None:
+    conn.execute(text(
+        "INSERT INTO krag_meta (key, value) VALUES ('embedding_model', :m), "
+        "('embedding_dim', :d) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
+        {"m": model, "d": str(dim)})
+
+
+def _check_extensions_available(engine: Engine) -> None:
+    with engine.connect() as conn:
+        available = set(conn.execute(text(
+            "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'pg_trgm')"
+        )).scalars())
+    missing = {"vector", "pg_trgm"} - available
+    if missing:
+        raise ExtensionMissingError(
+            f"PostgreSQL server lacks extension(s) {', '.join(sorted(missing))}; install "
+            "pgvector/contrib (e.g. the pgvector/pgvector image) or unset KRAG_DATABASE_URL.")
+
+
+def _check_or_record_embedding(engine: Engine, model: str, dim: int) -> None:
+    with engine.begin() as conn:
+        meta = _read_meta(conn)
+        if not meta:
+            _write_meta(conn, model, dim)
+            return
+        stored_model, stored_dim = meta.get("embedding_model"), int(meta["embedding_dim"])
+        if stored_model != model or stored_dim != dim:
+            raise EmbeddingDimensionMismatchError(
+                f"this store holds {stored_dim}-d vectors from {stored_model}, but "
+                f"KRAG_EMBEDDING_MODEL is {model} ({dim}-d); set it back, or run "
+                f"`krag reembed` to re-embed everything with {model}.")

@@ -1,0 +1,10 @@
+"""Shared fixtures: a real PostgreSQL (embedded or KRAG_TEST_DATABASE_URL), fake LLMs."""
+
+from tests.llm_fixtures import llm_server  # noqa: F401
+from tests.pg_fixtures import (  # noqa: F401
+    db_url,
+    empty_db_url,
+    pg_server_url,
+    pg_template,
+    store,
+)

@@ -1,0 +1,96 @@
+"""PostgreSQL for tests: the embedded cluster (or KRAG_TEST_DATABASE_URL), a template
+database migrated once per session, and a fresh database cloned from it for each test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from storage import KnowledgeStore, start_embedded, stop_embedded
+
+TEST_DIM = 384
+TEST_MODEL = "local:minilm"
+TEMPLATE = "krag_test_template"
+
+
+def with_database(url: str, dbname: str) -> str:
+    """The same server URL pointing at another database."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """URL of a PostgreSQL server tests may create databases on.
+
+    The embedded cluster lives in its own temp dir, not pytest's (pytest prunes old
+    ``pytest-N`` dirs, which would pull a running cluster away when runs overlap).
+    """
+    external = os.environ.get("KRAG_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    data_dir = Path(tempfile.mkdtemp(prefix="krag-test-"))
+    yield start_embedded(data_dir)
+    stop_embedded(data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+
+
+def _admin(url: str) -> psycopg.Connection:
+    return psycopg.connect(url, autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server_url: str) -> str:
+    """Name of a template database with the schema at head."""
+    with _admin(pg_server_url) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    store = KnowledgeStore.open(with_database(pg_server_url, TEMPLATE),
+                                embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    store.close()
+    return TEMPLATE
+
+
+@pytest.fixture
+def db_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
+    """A fresh, migrated database for one test (dropped afterwards)."""
+    name = f"krag_t_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_server_url) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
+    try:
+        yield with_database(pg_server_url, name)
+    finally:
+        with _admin(pg_server_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def empty_db_url(pg_server_url: str) -> Iterator[str]:
+    """A fresh database with no schema at all."""
+    name = f"krag_e_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_server_url) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield with_database(pg_server_url, name)
+    finally:
+        with _admin(pg_server_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[KnowledgeStore]:
+    """An open KnowledgeStore on a fresh database."""
+    s = KnowledgeStore.open(db_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    try:
+        yield s
+    finally:
+        s.close()

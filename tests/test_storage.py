@@ -1,0 +1,226 @@
+"""Storage against a real PostgreSQL: schema, upserts, ids, removal, escaping, indexes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+from sqlalchemy import text
+
+from storage import (
+    ChunkOutcome,
+    DocumentIn,
+    EmbeddingDimensionMismatchError,
+    EntityIn,
+    KnowledgeStore,
+    NotFoundError,
+    RelationIn,
+    ids,
+)
+from storage.bulk import vector_literal
+from storage.errors import DatabaseUnavailableError
+from storage.text_match import contains_pattern
+from tests.pg_fixtures import TEST_DIM, TEST_MODEL
+
+
+def vec(seed: str, dim: int = TEST_DIM) -> list[float]:
+    rng = np.random.default_rng(int(hashlib.sha256(seed.encode()).hexdigest()[:8], 16))
+    v = rng.standard_normal(dim)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def doc(uri: str = "a.md", text_: str = "x", source: str = "src", scope: str = "default"):
+    return DocumentIn(scope=scope, source=source, uri=uri, content_hash=ids.content_hash(text_))
+
+
+def test_schema_creation_is_idempotent(empty_db_url: str) -> None:
+    for _ in range(2):
+        s = KnowledgeStore.open(empty_db_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+        info = s.server_info()
+        s.close()
+    assert info.schema_revision == "0001"
+    assert set(info.extensions) == {"vector", "pg_trgm"}
+    assert info.embedding_dim == TEST_DIM and info.embedding_model == TEST_MODEL
+    assert info.version.startswith(("14", "15", "16", "17", "18"))
+
+
+def test_other_embedding_dimension_is_refused_with_reembed_hint(db_url: str) -> None:
+    with pytest.raises(EmbeddingDimensionMismatchError, match="krag reembed"):
+        KnowledgeStore.open(db_url, embedding_model="ollama:nomic-embed-text", embedding_dim=768)
+    s = KnowledgeStore.open(db_url, embedding_model="x", embedding_dim=768, check_embedding=False)
+    s.reset_embeddings("ollama:nomic-embed-text", 768)
+    s.close()
+    s = KnowledgeStore.open(db_url, embedding_model="ollama:nomic-embed-text", embedding_dim=768)
+    assert s.server_info().embedding_dim == 768
+    s.close()
+
+
+def test_unreachable_database_masks_password() -> None:
+    url = "postgresql://krag:s3cret@127.0.0.1:1/krag"
+    with pytest.raises(DatabaseUnavailableError) as err:
+        KnowledgeStore.open(url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    assert "s3cret" not in str(err.value) and "****" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_deterministic_ids() -> None:
+    a = ids.entity_id("PostgreSQL", "technology", "default")
+    assert a == ids.entity_id("  postgresql ", "technology", "default")
+    assert a.startswith("ent_") and len(a) == 4 + 64
+    assert a != ids.entity_id("PostgreSQL", "organization", "default")
+    assert a != ids.entity_id("PostgreSQL", "technology", "other")
+    r = ids.relation_id(a, "uses", "ent_b")
+    assert r == ids.relation_id(a, "uses", "ent_b") != ids.relation_id("ent_b", "uses", a)
+
+
+def _seed_chunk(store: KnowledgeStore, uri: str = "a.md", chunks=("one", "two")) -> list[str]:
+    sync = store.sync_document(doc(uri, "|".join(chunks)), list(chunks))
+    return list(sync.new_chunk_ids)
+
+
+def test_entity_upsert_keeps_max_confidence_fills_summary_merges_provenance(
+    store: KnowledgeStore,
+) -> None:
+    c1, c2 = _seed_chunk(store)
+    e1 = EntityIn("Alice", "person", "default", "", 0.7, None, (c1,))
+    store.write_graph([e1], [])
+    e2 = EntityIn("alice", "person", "default", "An engineer.", 0.9, vec("a"), (c2,))
+    store.write_graph([e2], [])
+    e3 = EntityIn("ALICE", "person", "default", "Other text.", 0.6, vec("b"), (c1,))
+    store.write_graph([e3], [])
+    with store.engine.connect() as conn:
+        row = conn.execute(text("SELECT name, summary, confidence, embedding IS NOT NULL AS emb "
+                                "FROM entities")).one()
+        prov = conn.execute(text("SELECT count(*) FROM entity_provenance")).scalar()
+    assert row.name == "Alice" and row.summary == "An engineer."
+    assert row.confidence == pytest.approx(0.9) and row.emb
+    assert prov == 2
+
+
+def _graph(store: KnowledgeStore, chunk_ids: list[str]) -> tuple[str, str, str]:
+    c1, c2 = chunk_ids
+    a = EntityIn("Alice", "person", "default", "Engineer", 0.9, vec("a"), (c1, c2))
+    b = EntityIn("Acme", "organization", "default", "A company", 0.9, vec("b"), (c1,))
+    c = EntityIn("Rust", "technology", "default", "A language", 0.9, vec("c"), (c2,))
+    r1 = RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.", "default", 0.8,
+                    vec("r1"), chunk_ids=(c1,))
+    r2 = RelationIn(a.id, "uses", c.id, "Alice uses Rust.", "default", 0.8, vec("r2"),
+                    chunk_ids=(c2,))
+    store.write_graph([a, b, c], [r1, r2], [ChunkOutcome(c1, 2, 1), ChunkOutcome(c2, 2, 1)])
+    return a.id, b.id, c.id
+
+
+def test_write_graph_marks_chunks_completed(store: KnowledgeStore) -> None:
+    chunks = _seed_chunk(store)
+    _graph(store, chunks)
+    with store.engine.connect() as conn:
+        statuses = conn.execute(text("SELECT status FROM extraction_status")).scalars().all()
+    assert statuses == ["completed", "completed"]
+    assert store.counts() == {"documents": 1, "chunks": 2, "entities": 3, "relations": 2}
+
+
+def test_changed_document_removes_only_what_old_version_supported(store: KnowledgeStore) -> None:
+    chunks = _seed_chunk(store)
+    _graph(store, chunks)
+    sync = store.sync_document(doc("a.md", "one|three"), ["one", "three"])
+    assert sync.kept_chunk_ids == (chunks[0],) and len(sync.new_chunk_ids) == 1
+    # chunk "two" vanished: Rust and "Alice uses Rust" go; Alice stays (still in chunk one)
+    assert sync.removed.chunks == 1 and sync.removed.entities == 1
+    assert sync.removed.relations == 1
+    assert store.counts()["entities"] == 2
+    unchanged = store.sync_document(doc("a.md", "one|three"), ["one", "three"])
+    assert unchanged.unchanged and unchanged.new_chunk_ids == ()
+
+
+def test_remove_source_cascades_in_one_transaction(store: KnowledgeStore) -> None:
+    _graph(store, _seed_chunk(store))
+    report = store.remove_source("default", "src")
+    assert (report.documents, report.chunks, report.entities, report.relations) == (1, 2, 3, 2)
+    assert store.counts() == {"documents": 0, "chunks": 0, "entities": 0, "relations": 0}
+    with store.engine.connect() as conn:
+        left = conn.execute(text(
+            "SELECT (SELECT count(*) FROM entity_provenance) + "
+            "(SELECT count(*) FROM relation_provenance) + "
+            "(SELECT count(*) FROM extraction_status)")).scalar()
+    assert left == 0
+    with pytest.raises(NotFoundError, match="krag status"):
+        store.remove_source("default", "src")
+
+
+def test_entity_shared_by_two_documents_survives_removal_of_one(store: KnowledgeStore) -> None:
+    (c1,) = store.sync_document(doc("a.md", "a"), ["a"]).new_chunk_ids
+    (c2,) = store.sync_document(doc("b.md", "b", source="other"), ["b"]).new_chunk_ids
+    store.write_graph([EntityIn("Alice", "person", "default", "", 0.9, None, (c1,)),
+                       EntityIn("Alice", "person", "default", "", 0.9, None, (c2,))], [])
+    store.remove_source("default", "src")
+    assert store.counts()["entities"] == 1
+
+
+def test_claims_are_exclusive_and_resumable(store: KnowledgeStore) -> None:
+    _seed_chunk(store, chunks=("a", "b", "c"))
+    first = store.claim_chunks(2, "w1")
+    second = store.claim_chunks(2, "w2")
+    assert len(first) == 2 and len(second) == 1
+    assert not {c.id for c in first} & {c.id for c in second}
+    assert store.claim_chunks(5, "w3") == []
+    store.fail_chunk(second[0].id, "LLM unreachable")
+    assert store.claim_chunks(5, "w3") == []
+    retried = store.claim_chunks(5, "w3", retry_failed=True)
+    assert [c.id for c in retried] == [second[0].id] and retried[0].attempts == 2
+    # a claim whose worker died (stale) is picked up again
+    assert len(store.claim_chunks(5, "w4", stale_after_s=0)) == 3
+
+
+def test_like_patterns_match_literally(store: KnowledgeStore) -> None:
+    (c1,) = store.sync_document(doc("a.md", "a"), ["a"]).new_chunk_ids
+    names = ["100% Cotton", "1000 Cotton", "snake_case", "snakeXcase", r"back\slash", "backslash"]
+    store.write_graph([EntityIn(n, "concept", "default", "", 0.9, None, (c1,)) for n in names], [])
+    with store.engine.connect() as conn:
+        def like(term: str) -> list[str]:
+            return sorted(conn.execute(text("SELECT name FROM entities WHERE name ILIKE :p"),
+                                       {"p": contains_pattern(term)}).scalars())
+        assert like("100%") == ["100% Cotton"]
+        assert like("snake_") == ["snake_case"]
+        assert like("k\\s") == [r"back\slash"]
+        assert like("'") == []
+
+
+@pytest.fixture
+def big_store(store: KnowledgeStore) -> KnowledgeStore:
+    """12,000 entities with varied names and summaries (2,000 with vectors)."""
+    (c1,) = store.sync_document(doc("big.md", "big"), ["big"]).new_chunk_ids
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+
+    def word() -> str:
+        return "".join(rng.choice(letters, size=int(rng.integers(5, 10))))
+
+    ents = [EntityIn(f"{word()} {word()} {word()}", "concept", "default",
+                     f"{word()} {word()} {word()} {word()}", 0.9,
+                     vec(str(i)) if i < 2000 else None, (c1,))
+            for i in range(12000)]
+    store.write_graph(ents, [])
+    with store.engine.begin() as conn:
+        conn.execute(text("ANALYZE entities"))
+    return store
+
+
+def _plan(store: KnowledgeStore, sql: str, **params) -> str:
+    with store.engine.connect() as conn:
+        rows = conn.execute(text("EXPLAIN " + sql), params).scalars().all()
+    return "\n".join(rows)
+
+
+def test_trigram_and_hnsw_indexes_are_used(big_store: KnowledgeStore) -> None:
+    trgm = _plan(big_store, "SELECT id FROM entities WHERE name % :q", q="qwertzu")
+    assert "entities_name_trgm" in trgm, trgm
+    like = _plan(big_store, "SELECT id FROM entities WHERE name ILIKE :p",
+                 p=contains_pattern("qwert"))
+    assert "entities_name_trgm" in like, like
+    summ = _plan(big_store, "SELECT id FROM entities WHERE summary ILIKE :p",
+                 p=contains_pattern("zyxwv"))
+    assert "entities_summary_trgm" in summ, summ
+    knn = _plan(big_store, "SELECT id FROM entities ORDER BY embedding <=> CAST(:v AS vector) "
+                "LIMIT 10", v=vector_literal(vec("q")))
+    assert "entities_embedding_hnsw" in knn, knn
