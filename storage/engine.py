@@ -15,7 +15,7 @@ _SESSION_OPTIONS = (
     "-c plan_cache_mode=force_custom_plan "
     "-c pg_trgm.similarity_threshold=0.1 "
     "-c pg_trgm.word_similarity_threshold=0.6 "
-    "-c hnsw.ef_search=40 "
+    "-c hnsw.ef_search=40 -c hnsw.iterative_scan=relaxed_order "
     # SSD / page-cache cost model: with the default 4.0 the planner seq-scans trigram
     # searches on tables of tens of thousands of rows instead of using the GIN indexes.
     "-c random_page_cost=1.1"

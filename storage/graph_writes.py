@@ -58,6 +58,9 @@ def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
           ("id", "scope", "name", "normalized_name", "type", "summary", "confidence",
            "embedding"), rows)
     conn.execute(text(_ENTITY_UPSERT))
+    conn.execute(text(
+        "INSERT INTO entity_words (word) SELECT DISTINCT unnest(regexp_split_to_array("
+        "normalized_name, '\\s+')) FROM stage_entities ON CONFLICT DO NOTHING"))
     prov = {(e.id, c) for e in entities for c in e.chunk_ids}
     _insert_provenance(conn, "entity_provenance", "entity_id", prov)
     return len(rows)

@@ -8,3 +8,4 @@ from tests.pg_fixtures import (  # noqa: F401
     pg_template,
     store,
 )
+from tests.query_fixtures import resources, seeded_store  # noqa: F401,E402

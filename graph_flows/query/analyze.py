@@ -1,0 +1,116 @@
+"""Query analysis: entities mentioned and intent, by LLM or by a transparent heuristic."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+MAX_QUERY_BYTES = 10_000
+MAX_ENTITY_HINTS = 50
+MAX_TERMS = 12
+Intent = Literal["factual", "relationship", "summary", "exploration"]
+
+_STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can could did do does doing down during each few for from further
+had has have having he her here hers herself him himself his how i if in into is it its
+itself just me more most my myself no nor not now of off on once only or other our ours
+ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+tell explain describe show give list please know anything everything something thing things
+does did use used using uses much many related relation relationship relationships
+connected connection between summary summarize summarise overview explore kind kinds
+""".split())
+_QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,200})[\"“”«»]")
+_CAPITALISED = re.compile(
+    r"\b([A-Z][\w'’\-.]*(?:\s+(?:of|de|von|van|the|and|for|&)?\s*[A-Z0-9][\w'’\-.]*)+)")
+_WORD = re.compile(r"[\w][\w\-+.#']*[\w+#]|\w", re.UNICODE)
+
+
+class QueryAnalysis(BaseModel):
+    """Structured output asked of the analysis model."""
+
+    entities: list[str] = Field(default_factory=list, description=(
+        "Names of people, organisations, technologies, places or concepts the question is "
+        "about, exactly as written in the question."))
+    keywords: list[str] = Field(default_factory=list, description=(
+        "Other important content words (no stopwords)."))
+    intent: Intent = Field(default="factual", description=(
+        "factual: a specific fact; relationship: how things relate; summary: an overview; "
+        "exploration: browse what is known."))
+
+
+class InvalidQueryError(ValueError):
+    """A query input breaks a documented limit; the message names the limit."""
+
+
+def validate_input(query: Any, entity_hints: Any) -> tuple[str, list[str]]:
+    """Check the query and hints against the limits; return them cleaned."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("query is empty: ask a question (1 to 10,000 bytes).")
+    if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
+        raise InvalidQueryError(
+            f"query is {len(query.encode('utf-8')):,} bytes; the limit is 10,000 bytes.")
+    hints = list(entity_hints or [])
+    if len(hints) > MAX_ENTITY_HINTS:
+        raise InvalidQueryError(
+            f"{len(hints)} entity hints given; the limit is {MAX_ENTITY_HINTS}.")
+    if not all(isinstance(h, str) for h in hints):
+        raise InvalidQueryError("entity hints must be strings.")
+    return query.strip(), [h.strip()[:200] for h in hints if h.strip()]
+
+
+def intent_from_cues(query: str) -> Intent:
+    q = query.casefold()
+    if re.search(r"\b(relat\w*|connect\w*|between|link\w*|interact\w*|depend\w*)\b", q):
+        return "relationship"
+    if re.search(r"\b(summar\w*|overview|outline|in short|about)\b", q):
+        return "summary"
+    if re.search(r"\b(explore|list|what else|show me|everything|all (the )?\w+)\b", q):
+        return "exploration"
+    return "factual"
+
+
+def heuristic_analysis(query: str, hints: list[str]) -> dict[str, Any]:
+    """Quoted phrases and capitalised multi-word names whole; other words minus stopwords."""
+    entities: list[str] = [m.strip() for m in _QUOTED.findall(query)]
+    rest = _QUOTED.sub(" ", query)
+    for match in _CAPITALISED.findall(rest):
+        entities.append(match.strip(" .'’-"))
+    rest = _CAPITALISED.sub(" ", rest)
+    keywords = [w for w in _WORD.findall(rest) if w.casefold() not in _STOPWORDS
+                and (len(w) > 2 or w.isupper())]
+    # a single capitalised word (not sentence-initial filler) is likely a name too
+    return {"entities": _dedupe(hints + entities), "keywords": _dedupe(keywords),
+            "intent": intent_from_cues(query), "method": "heuristic"}
+
+
+def llm_analysis(model: Any, query: str, hints: list[str], prompt: str) -> dict[str, Any]:
+    """Ask the model for a :class:`QueryAnalysis`; raises on any failure."""
+    result = model.with_structured_output(QueryAnalysis).invoke(
+        [("system", prompt), ("human", query)])
+    if isinstance(result, dict):
+        result = QueryAnalysis.model_validate(result)
+    return {"entities": _dedupe(hints + [e for e in result.entities if e.strip()]),
+            "keywords": _dedupe([k for k in result.keywords if k.strip()]),
+            "intent": result.intent, "method": "llm"}
+
+
+def search_terms(analysis: dict[str, Any]) -> list[str]:
+    """Terms to search for, entities first, at most MAX_TERMS."""
+    return _dedupe(list(analysis.get("entities", [])) + list(analysis.get("keywords", [])))[
+        :MAX_TERMS]
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.casefold().strip()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item.strip())
+    return out

@@ -1,0 +1,27 @@
+"""Run context of the query graph (editable per run, shown in LangGraph Studio)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(kw_only=True)
+class QueryContext:
+    """Models, limits, thresholds and the search split. Per-run values beat settings."""
+
+    analysis_model: str | None = field(default=None, metadata={
+        "description": "Model for query analysis (default: KRAG_EXTRACTION_MODEL or chat)."})
+    answer_model: str | None = field(default=None, metadata={
+        "description": "Model for the answer (default: KRAG_CHAT_MODEL). 'none' = no-LLM."})
+    entity_limit: int = field(default=15, metadata={"description": "Entities to retrieve."})
+    fact_limit: int = field(default=20, metadata={"description": "Facts to retrieve."})
+    like_share: float = field(default=0.6, metadata={
+        "description": "Share of each limit for SQL LIKE hits; the rest goes to trigram."})
+    fallback_ratio: float = field(default=0.5, metadata={
+        "description": "Vector search fills up when LIKE+trigram found under this share."})
+    trigram_threshold: float = field(default=0.1, metadata={
+        "description": "Minimum pg_trgm similarity of a fuzzy name hit."})
+    max_diagram_nodes: int = field(default=20, metadata={
+        "description": "Largest Mermaid diagram (most relevant first)."})
+    analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})
+    answer_temperature: float = field(default=0.3, metadata={"description": "Answer."})

@@ -1,0 +1,207 @@
+"""retrieve_knowledge: run the search methods concurrently inside Postgres, merge, score.
+
+Entities: LIKE takes ``like_share`` of the limit, trigram (fuzzy names + summaries) the rest;
+if together they found under ``fallback_ratio`` of the limit, HNSW KNN fills up. Facts: LIKE on
+the fact text, trigram-ranked facts touching the retrieved entities, the same vector fallback.
+A method that fails is reported in the metrics and the others carry on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from storage import search
+from storage.ids import normalize_name
+
+from graph_flows.query import scoring
+
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchConfig:
+    entity_limit: int = 15
+    fact_limit: int = 20
+    like_share: float = 0.6
+    fallback_ratio: float = 0.5
+    trigram_threshold: float = 0.1
+    timeout_ms: int = 5000
+
+
+@dataclass
+class Retrieved:
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class _Metrics:
+    def __init__(self, timeout_ms: int = 5000) -> None:
+        self.timeout_ms = int(timeout_ms)
+        self.ms: dict[str, float] = {}
+        self.results: dict[str, int] = {}
+        self.errors: dict[str, str] = {}
+
+    def run(self, engine: Any, name: str, fn: Callable[..., list], *args: Any) -> list:
+        start = time.perf_counter()
+        try:
+            with engine.connect() as conn:
+                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {self.timeout_ms}")
+                out = fn(conn, *args)
+        except Exception as exc:  # degrade: report the method, keep the others
+            self.errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            out = []
+        self.ms[name] = round((time.perf_counter() - start) * 1000, 2)
+        self.results[name] = len(out)
+        return out
+
+
+def retrieve(
+    engine: Any, scope: str, terms: Sequence[str], predicates: Sequence[str],
+    cfg: SearchConfig, embed_query: Callable[[], list[float]],
+) -> Retrieved:
+    """All retrieval for one query. ``embed_query`` is only called when a fallback runs."""
+    t0 = time.perf_counter()
+    m = _Metrics(cfg.timeout_ms)
+    e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
+    f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
+    norms = [normalize_name(t) for t in terms]
+    jobs = {
+        "entity_exact": (search.entity_exact, scope, norms),
+        "entity_like": (search.entity_like, scope, terms, e_like),
+        "entity_trigram": (search.entity_fuzzy, scope, terms, e_trgm, cfg.trigram_threshold),
+        "entity_summary": (search.entity_summary, scope, terms, e_trgm),
+        "fact_like": (search.fact_like, scope, terms, f_like),
+    }
+    futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
+    got = {k: f.result() for k, f in futures.items()}
+    entities = _merge_entities(got, e_like, e_trgm)
+    vector: list[float] | None = None
+    fallback_e = scoring.needs_fallback(len(entities), cfg.entity_limit, cfg.fallback_ratio)
+    if fallback_e:
+        vector = _embed(m, embed_query)
+        if vector is not None:
+            hits = m.run(engine, "entity_vector", search.entity_vector, scope, vector,
+                         cfg.entity_limit)
+            _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
+    ids = list(entities)
+    by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
+                    predicates, f_trgm + f_like)
+    facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm)
+    fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
+    if fallback_f:
+        vector = vector if vector is not None else _embed(m, embed_query)
+        if vector is not None:
+            hits = m.run(engine, "fact_vector", search.fact_vector, scope, vector,
+                         cfg.fact_limit)
+            _add_fact_hits(facts, hits, cfg.fact_limit - len(facts))
+    result = _finish(engine, m, scope, entities, facts)
+    result.metrics.update(
+        fallback={"entities": fallback_e, "facts": fallback_f},
+        split={"entity_like": e_like, "entity_trigram": e_trgm, "fact_like": f_like,
+               "fact_trigram": f_trgm},
+        total_ms=round((time.perf_counter() - t0) * 1000, 2))
+    return result
+
+
+def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] | None:
+    start = time.perf_counter()
+    try:
+        return embed_query()
+    except Exception as exc:
+        m.errors["embed_query"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        return None
+    finally:
+        m.ms["embed_query"] = round((time.perf_counter() - start) * 1000, 2)
+
+
+def _entity_row(hit: search.EntityHit) -> dict[str, Any]:
+    return {**asdict(hit.entity), "methods": set(), "name_match": False,
+            "summary_match": False, "similarity": 0.0}
+
+
+def _note(row: dict[str, Any], hit: search.EntityHit) -> None:
+    row["methods"].add(hit.method)
+    row["name_match"] |= hit.field == "name"
+    row["summary_match"] |= hit.field == "summary"
+    row["similarity"] = max(row["similarity"], hit.similarity)
+
+
+def _add_entity_hits(out: dict[str, dict], hits: list[search.EntityHit], new_max: int) -> None:
+    """Merge hits: known entities gain evidence; at most ``new_max`` new ones are added."""
+    added = 0
+    for h in hits:
+        if h.entity.id in out:
+            _note(out[h.entity.id], h)
+        elif added < new_max:
+            out[h.entity.id] = _entity_row(h)
+            _note(out[h.entity.id], h)
+            added += 1
+
+
+def _merge_entities(got: dict[str, list], like_n: int, trgm_n: int) -> dict[str, dict]:
+    """LIKE hits (exact names first) fill the LIKE share, trigram hits their own share."""
+    out: dict[str, dict] = {}
+    _add_entity_hits(out, got["entity_exact"] + got["entity_like"], like_n)
+    _add_entity_hits(out, got["entity_trigram"] + got["entity_summary"], trgm_n)
+    return out
+
+
+def _fact_row(hit: search.FactHit) -> dict[str, Any]:
+    return {**asdict(hit.fact), "methods": set(), "text_match": False,
+            "similarity": hit.similarity}
+
+
+def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: int) -> None:
+    added = 0
+    for h in hits:
+        row = out.get(h.fact.id)
+        if row is None:
+            if added >= new_max:
+                continue
+            row = out[h.fact.id] = _fact_row(h)
+            added += 1
+        row["methods"].add(h.method)
+        row["similarity"] = max(row["similarity"], h.similarity)
+        row["text_match"] |= h.method == "like" or h.similarity >= 0.6
+
+
+def _merge_facts(like: list, by_ends: list, like_n: int, trgm_n: int) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    _add_fact_hits(out, like, like_n)
+    _add_fact_hits(out, by_ends, trgm_n)
+    return out
+
+
+def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -> Retrieved:
+    missing = {f[k] for f in facts.values() for k in ("subject_id", "object_id")} - set(entities)
+    endpoints = m.run(engine, "endpoints", search.entities_by_ids, scope, sorted(missing))
+    known = {e.id: e for e in endpoints}
+    for f in list(facts.values()):  # every fact keeps both ends
+        for key in ("subject_id", "object_id"):
+            if f[key] not in entities and f[key] not in known:
+                facts.pop(f["id"], None)
+    ent_rows = []
+    for row in entities.values():
+        row["score"] = scoring.entity_score(row["name_match"], row["summary_match"])
+        ent_rows.append(row)
+    ent_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"], r["name"]))
+    names = {r["id"]: r["name"] for r in ent_rows} | {e.id: e.name for e in known.values()}
+    retrieved = {r["id"] for r in ent_rows}
+    fact_rows = []
+    for f in facts.values():
+        f["score"] = scoring.fact_score(f["text_match"], f["subject_id"] in retrieved,
+                                        f["object_id"] in retrieved)
+        f["subject"], f["object"] = names[f["subject_id"]], names[f["object_id"]]
+        fact_rows.append(f)
+    fact_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"], r["fact"]))
+    for row in ent_rows + fact_rows:
+        row["methods"] = sorted(row["methods"])
+    ent_rows += [{**asdict(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
+                  "name_match": False, "summary_match": False} for e in known.values()]
+    return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
+                                           "errors": m.errors})

@@ -1,0 +1,44 @@
+"""The <definitions> and <facts> sections given to the answer model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
+    """One line per entity: ``- Name (type): summary``."""
+    lines = []
+    for e in entities:
+        summary = _clip(e.get("summary") or "(no description)", 400)
+        lines.append(f"- {_clip(e['name'], 200)} ({e['type']}): {summary}")
+    return "\n".join(lines)
+
+
+def _dates(f: dict[str, Any]) -> str:
+    valid, invalid = f.get("valid_at"), f.get("invalid_at")
+    parts = []
+    if valid:
+        parts.append(f"valid from {str(valid)[:10]}")
+    if invalid:
+        parts.append(f"invalid since {str(invalid)[:10]}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def label_facts(facts: list[dict[str, Any]]) -> None:
+    """Give each fact its citation label F1..Fn in relevance order (in place)."""
+    for i, f in enumerate(facts, start=1):
+        f["label"] = f"F{i}"
+
+
+def facts_text(facts: Sequence[dict[str, Any]]) -> str:
+    """``[F1] fact sentence (Subject -predicate-> Object, valid from ...)``."""
+    return "\n".join(
+        f"[{f['label']}] {_clip(f['fact'], 500)} "
+        f"({_clip(f['subject'], 80)} -{f['predicate']}-> {_clip(f['object'], 80)}){_dates(f)}"
+        for f in facts)

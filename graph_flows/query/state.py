@@ -1,0 +1,61 @@
+"""Typed state of the query graph: a narrow input, the full state, a narrow output."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Required, TypedDict
+
+
+class QueryInput(TypedDict, total=False):
+    """What callers pass."""
+
+    query: Required[str]
+    """The question."""
+    scope: str
+    """Knowledge scope to search (default: the configured scope). Unknown -> nothing."""
+    entity_hints: list[str]
+    """Entity names the caller already knows are relevant (at most 50)."""
+
+
+class QueryState(QueryInput, total=False):
+    """Everything the nodes read and write."""
+
+    analysis: dict[str, Any]
+    """entities, keywords, intent, method ('llm' | 'heuristic'), error."""
+    entities: list[dict[str, Any]]
+    """Retrieved entities, most relevant first: id, name, type, summary, score, methods."""
+    facts: list[dict[str, Any]]
+    """Retrieved facts, most relevant first, each labelled F1..Fn, with both endpoints."""
+    search_metrics: dict[str, Any]
+    """Results and milliseconds per method, fallback flags, total milliseconds, errors."""
+    definitions: str
+    """The <definitions> section given to the answer model."""
+    facts_text: str
+    """The <facts> section."""
+    mermaid: str
+    """Mermaid diagram of the retrieved entities and relations."""
+    answer: str
+    """The final answer text."""
+    answer_mode: str
+    """'llm', 'extractive' (no-LLM mode or LLM failure) or 'empty' (nothing retrieved)."""
+    citations: list[dict[str, Any]]
+    """Facts the answer cites: label, fact id, fact text, sources."""
+    errors: Annotated[list[str], operator.add]
+    """Degradations the user should know about (never stack traces)."""
+
+
+class QueryOutput(TypedDict, total=False):
+    """What callers get back."""
+
+    query: str
+    answer: str
+    answer_mode: str
+    citations: list[dict[str, Any]]
+    facts: list[dict[str, Any]]
+    entities: list[dict[str, Any]]
+    mermaid: str
+    definitions: str
+    facts_text: str
+    analysis: dict[str, Any]
+    search_metrics: dict[str, Any]
+    errors: list[str]

@@ -1,0 +1,73 @@
+"""Work-queue maintenance around :meth:`KnowledgeStore.claim_chunks`.
+
+Workers record themselves on claimed chunks as ``<hostname>:<pid>``. A worker killed with
+``kill -9`` leaves its chunks 'extracting'. Claims of *dead processes on this host* are put
+back to 'pending' at once (:func:`release_dead_local_claims`); claims of other hosts fall
+back to the claim's stale timeout (``stale_after_s``). PID reuse can only delay a takeover
+(a reused PID looks alive), never cause one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+
+def local_worker_id() -> str:
+    """``<hostname>:<pid>`` of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this PID runs here (zombies count as dead)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        state = stat.read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in {"Z", "X"}
+
+
+def release_dead_local_claims(engine: Engine, hostname: str | None = None) -> int:
+    """Put chunks claimed by dead processes of this host back to pending; returns how many."""
+    host = hostname or socket.gethostname()
+    with engine.connect() as conn:
+        workers = list(conn.execute(text(
+            "SELECT DISTINCT worker FROM extraction_status "
+            "WHERE status = 'extracting' AND worker LIKE :prefix"),
+            {"prefix": host.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+             + ":%"}).scalars())
+    dead = []
+    for worker in workers:
+        pid = worker.rsplit(":", 1)[-1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            dead.append(worker)
+    if not dead:
+        return 0
+    with engine.begin() as conn:
+        return conn.execute(text(
+            "UPDATE extraction_status SET status = 'pending', worker = NULL, updated_at = now() "
+            "WHERE status = 'extracting' AND worker = ANY(:dead)"), {"dead": dead}).rowcount
+
+
+def requeue_failed(engine: Engine, scope: str, source: str | None = None) -> int:
+    """Put failed chunks of a scope (and source) back to pending for ``--retry-failed``.
+
+    Done once at the start of a run, so chunks failing again are not retried in a loop.
+    """
+    with engine.begin() as conn:
+        return conn.execute(text("""
+            UPDATE extraction_status s SET status = 'pending', updated_at = now()
+            FROM chunks c JOIN documents d ON d.id = c.document_id
+            WHERE s.chunk_id = c.id AND s.status = 'failed' AND d.scope = :scope
+              AND (CAST(:source AS text) IS NULL OR d.source = :source)"""),
+            {"scope": scope, "source": source}).rowcount

@@ -1,0 +1,118 @@
+"""Reads and small writes for entity resolution in the indexing graph.
+
+- :func:`existing_entities` / :func:`existing_relations`: what the store already has for a
+  set of deterministic ids (to merge exact matches and to skip re-embedding).
+- :func:`similar_entities`: near-duplicate candidates of the same type and scope through the
+  pg_trgm GIN index on ``entities.name``.
+- :func:`prefer_longer_summaries`: the longest description of an entity wins (the bulk
+  upsert keeps an existing non-empty summary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, text
+
+from storage.bulk import vector_literal
+
+# Candidates are fetched above this (loose) similarity; the caller applies its own threshold
+# and its compact-name rule ("Postgre SQL" = "PostgreSQL", similarity 0.64).
+CANDIDATE_THRESHOLD = 0.3
+CANDIDATES_PER_NAME = 3
+
+
+@dataclass(frozen=True, slots=True)
+class KnownEntity:
+    """An entity already stored (``similarity`` to the queried name when from a search)."""
+
+    id: str
+    name: str
+    type: str
+    summary: str
+    has_embedding: bool
+    similarity: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class KnownRelation:
+    """A relation already stored."""
+
+    id: str
+    confidence: float
+    has_embedding: bool
+
+
+def existing_entities(engine: Engine, entity_ids: Sequence[str]) -> dict[str, KnownEntity]:
+    """Stored entities among ``entity_ids``, by id."""
+    if not entity_ids:
+        return {}
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT id, name, type, summary, embedding IS NOT NULL AS has_embedding "
+            "FROM entities WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
+    return {r.id: KnownEntity(r.id, r.name, r.type, r.summary, r.has_embedding) for r in rows}
+
+
+def existing_relations(engine: Engine, relation_ids: Sequence[str]) -> dict[str, KnownRelation]:
+    """Stored relations among ``relation_ids``, by id."""
+    if not relation_ids:
+        return {}
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT id, confidence, embedding IS NOT NULL AS has_embedding "
+            "FROM relations WHERE id = ANY(:ids)"), {"ids": list(relation_ids)}).all()
+    return {r.id: KnownRelation(r.id, r.confidence, r.has_embedding) for r in rows}
+
+
+_SIMILAR = """
+SELECT q.i, e.id, e.name, e.type, e.summary, e.embedding IS NOT NULL AS has_embedding, e.sim
+FROM unnest(CAST(:names AS text[]), CAST(:types AS text[])) WITH ORDINALITY AS q(name, type, i)
+CROSS JOIN LATERAL (
+    SELECT c.id, c.name, c.type, c.summary, c.embedding, similarity(c.name, q.name) AS sim
+    FROM entities c
+    WHERE c.name %% q.name AND c.scope = :scope AND c.type = q.type
+    ORDER BY sim DESC, c.id
+    LIMIT :k
+) e
+ORDER BY q.i, e.sim DESC, e.id
+"""
+
+
+def similar_entities(
+    engine: Engine, scope: str, queries: Sequence[tuple[str, str]]
+) -> list[list[KnownEntity]]:
+    """For each (name, type): stored entities of that type and scope with similar names.
+
+    Uses the GIN trigram index (``%`` at :data:`CANDIDATE_THRESHOLD`, set for this
+    transaction only); best first.
+    """
+    out: list[list[KnownEntity]] = [[] for _ in queries]
+    if not queries:
+        return out
+    with engine.begin() as conn:
+        conn.execute(text(f"SET LOCAL pg_trgm.similarity_threshold = {CANDIDATE_THRESHOLD}"))
+        rows = conn.execute(text(_SIMILAR.replace("%%", "%")), {
+            "names": [n for n, _ in queries], "types": [t for _, t in queries],
+            "scope": scope, "k": CANDIDATES_PER_NAME}).all()
+    for r in rows:
+        out[r.i - 1].append(
+            KnownEntity(r.id, r.name, r.type, r.summary, r.has_embedding, float(r.sim)))
+    return out
+
+
+def prefer_longer_summaries(
+    engine: Engine, updates: Sequence[tuple[str, str, Sequence[float] | None]]
+) -> int:
+    """Set (summary, embedding) of entities whose stored summary is shorter; returns rows."""
+    if not updates:
+        return 0
+    with engine.begin() as conn:
+        result = conn.execute(text(
+            "UPDATE entities SET summary = :summary, updated_at = now(), "
+            "embedding = COALESCE(CAST(:embedding AS vector), embedding) "
+            "WHERE id = :id AND length(summary) < length(:summary)"),
+            [{"id": i, "summary": s, "embedding": vector_literal(v)}
+             for i, s, v in sorted(updates)])
+    return result.rowcount or 0

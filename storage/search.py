@@ -1,0 +1,223 @@
+"""Retrieval SQL: each function is one search method, run on its own pooled connection.
+
+Methods (see docs/BENCHMARKS.md for how they differ from the literal seed recipe):
+
+- ``entity_exact`` / ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE``
+  substring hits (GIN trigram), user text escaped so ``%`` and ``_`` match literally;
+- ``entity_fuzzy``: typo-tolerant name hits: each query word -> nearest words used in entity
+  names (trigram, GIN on ``entity_words``) -> entities whose name has one of them (GIN on
+  ``name_words``) -> ``similarity(name, term) > threshold``;
+- ``entity_summary``: summary substring hits (GIN trigram);
+- ``entity_vector`` / ``fact_vector``: pgvector HNSW cosine KNN (fallback);
+- ``fact_like``: fact-sentence substring hits; ``fact_by_endpoints``: facts touching the
+  retrieved entities ranked by word similarity to the query terms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, text
+
+from storage.bulk import vector_literal
+from storage.models import Entity, Fact
+from storage.text_match import contains_pattern
+
+_E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
+_F = ("r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at, "
+      "r.invalid_at")
+MIN_LIKE_CHARS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class EntityHit:
+    """An entity found by one method; ``similarity`` is method-specific (0..1)."""
+
+    entity: Entity
+    method: str
+    field: str
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class FactHit:
+    """A fact found by one method."""
+
+    fact: Fact
+    method: str
+    similarity: float
+
+
+def _entity(row) -> Entity:
+    return Entity(row.id, row.name, row.type, row.summary, row.confidence, row.scope)
+
+
+def _fact(row) -> Fact:
+    return Fact(row.id, row.subject_id, row.predicate, row.object_id, row.fact, row.confidence,
+                row.valid_at, row.invalid_at)
+
+
+def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """``(col ILIKE :p0 OR col ILIKE :p1 ...)`` so the planner can BitmapOr GIN scans."""
+    usable = [t for t in terms if len(t) >= MIN_LIKE_CHARS]
+    params = {f"p{i}": contains_pattern(t) for i, t in enumerate(usable)}
+    clause = " OR ".join(f"{column} ILIKE :p{i}" for i in range(len(usable)))
+    return f"({clause})" if clause else "", params
+
+
+def entity_exact(conn: Connection, scope: str, names: Sequence[str]) -> list[EntityHit]:
+    rows = conn.execute(text(
+        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND e.normalized_name = ANY(:n) "
+        "ORDER BY e.confidence DESC LIMIT 50"), {"s": scope, "n": list(names)}).all()
+    return [EntityHit(_entity(r), "like", "name", 1.0) for r in rows]
+
+
+def entity_like(
+    conn: Connection, scope: str, terms: Sequence[str], limit: int
+) -> list[EntityHit]:
+    clause, params = _ilike_any("e.name", terms)
+    if not clause or limit <= 0:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND {clause} LIMIT :n"),
+        {"s": scope, "n": limit, **params}).all()
+    return [EntityHit(_entity(r), "like", "name", 0.9) for r in rows]
+
+
+def entity_summary(
+    conn: Connection, scope: str, terms: Sequence[str], limit: int
+) -> list[EntityHit]:
+    clause, params = _ilike_any("e.summary", [t for t in terms if len(t) >= 4])
+    if not clause or limit <= 0:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND {clause} LIMIT :n"),
+        {"s": scope, "n": limit, **params}).all()
+    return [EntityHit(_entity(r), "trigram", "summary", 0.5) for r in rows]
+
+
+_FUZZY = f"""
+WITH near AS (
+    SELECT DISTINCT w.word
+    FROM unnest(CAST(:words AS text[])) AS q(word),
+    LATERAL (SELECT word FROM entity_words WHERE word % q.word
+             ORDER BY similarity(word, q.word) DESC LIMIT :per_word) AS w
+),
+cand AS (
+    SELECT {_E},
+           (SELECT max(similarity(e.name, t)) FROM unnest(CAST(:terms AS text[])) AS t) AS sim
+    FROM entities e
+    WHERE e.scope = :s AND e.name_words && ARRAY(SELECT word FROM near)
+)
+SELECT * FROM cand e WHERE e.sim > :threshold ORDER BY e.sim DESC, e.confidence DESC LIMIT :n
+"""
+
+
+def entity_fuzzy(
+    conn: Connection, scope: str, terms: Sequence[str], limit: int,
+    threshold: float = 0.1, per_word: int = 5,
+) -> list[EntityHit]:
+    words = sorted({w for t in terms for w in t.casefold().split() if len(w) >= 3})
+    if not words or limit <= 0:
+        return []
+    rows = conn.execute(text(_FUZZY), {
+        "words": words, "terms": [t.casefold() for t in terms], "s": scope, "n": limit,
+        "threshold": threshold, "per_word": per_word}).all()
+    return [EntityHit(_entity(r), "trigram", "name", float(r.sim)) for r in rows]
+
+
+def entity_vector(
+    conn: Connection, scope: str, vector: Sequence[float], limit: int
+) -> list[EntityHit]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_E}, 1 - (e.embedding <=> CAST(:v AS vector)) AS sim FROM entities e "
+        "WHERE e.scope = :s AND e.embedding IS NOT NULL "
+        "ORDER BY e.embedding <=> CAST(:v AS vector) LIMIT :n"),
+        {"s": scope, "v": vector_literal(vector), "n": limit}).all()
+    return [EntityHit(_entity(r), "vector", "embedding", float(r.sim)) for r in rows]
+
+
+def fact_like(conn: Connection, scope: str, terms: Sequence[str], limit: int) -> list[FactHit]:
+    clause, params = _ilike_any("r.fact", terms)
+    if not clause or limit <= 0:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_F} FROM relations r WHERE r.scope = :s AND {clause} LIMIT :n"),
+        {"s": scope, "n": limit, **params}).all()
+    return [FactHit(_fact(r), "like", 0.9) for r in rows]
+
+
+_BY_ENDPOINTS = f"""
+SELECT {_F},
+       (SELECT coalesce(max(word_similarity(t, r.fact)), 0)
+          FROM unnest(CAST(:terms AS text[])) AS t) AS sim,
+       (r.subject_id = ANY(:ids))::int + (r.object_id = ANY(:ids))::int AS ends,
+       (r.predicate = ANY(:predicates)) AS pred
+FROM relations r
+WHERE r.scope = :s AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
+ORDER BY ends DESC, pred DESC, sim DESC, r.confidence DESC
+LIMIT :n
+"""
+
+
+def fact_by_endpoints(
+    conn: Connection, scope: str, entity_ids: Sequence[str], terms: Sequence[str],
+    predicates: Sequence[str], limit: int,
+) -> list[FactHit]:
+    if not entity_ids or limit <= 0:
+        return []
+    rows = conn.execute(text(_BY_ENDPOINTS), {
+        "s": scope, "ids": list(entity_ids), "terms": list(terms) or [""],
+        "predicates": list(predicates), "n": limit}).all()
+    return [FactHit(_fact(r), "trigram", float(r.sim)) for r in rows]
+
+
+def fact_vector(
+    conn: Connection, scope: str, vector: Sequence[float], limit: int
+) -> list[FactHit]:
+    if limit <= 0:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_F}, 1 - (r.embedding <=> CAST(:v AS vector)) AS sim FROM relations r "
+        "WHERE r.scope = :s AND r.embedding IS NOT NULL "
+        "ORDER BY r.embedding <=> CAST(:v AS vector) LIMIT :n"),
+        {"s": scope, "v": vector_literal(vector), "n": limit}).all()
+    return [FactHit(_fact(r), "vector", float(r.sim)) for r in rows]
+
+
+def entities_by_ids(conn: Connection, scope: str, ids: Sequence[str]) -> list[Entity]:
+    if not ids:
+        return []
+    rows = conn.execute(text(
+        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND e.id = ANY(:ids)"),
+        {"s": scope, "ids": list(ids)}).all()
+    return [_entity(r) for r in rows]
+
+
+def closest_entities(conn: Connection, scope: str, query: str, limit: int = 5) -> list[Entity]:
+    """Nearest entity names by trigram distance (for "nothing found" answers)."""
+    rows = conn.execute(text(
+        f"SELECT {_E} FROM entities e WHERE e.scope = :s "
+        "ORDER BY similarity(e.name, :q) DESC LIMIT :n"),
+        {"s": scope, "q": query, "n": limit}).all()
+    return [_entity(r) for r in rows]
+
+
+def fact_sources(conn: Connection, fact_ids: Sequence[str]) -> dict[str, list[dict[str, str]]]:
+    """Documents each fact was extracted from: fact id -> [{source, uri, title}]."""
+    if not fact_ids:
+        return {}
+    rows = conn.execute(text("""
+        SELECT DISTINCT p.relation_id, d.source, d.uri, coalesce(d.title, '') AS title
+        FROM relation_provenance p JOIN chunks c ON c.id = p.chunk_id
+        JOIN documents d ON d.id = c.document_id
+        WHERE p.relation_id = ANY(:ids) ORDER BY d.source, d.uri"""),
+        {"ids": list(fact_ids)}).all()
+    out: dict[str, list[dict[str, str]]] = {}
+    for r in rows:
+        out.setdefault(r.relation_id, []).append(
+            {"source": r.source, "uri": r.uri, "title": r.title})
+    return out
