@@ -69,11 +69,12 @@ def seed_graph(store: KnowledgeStore, scope: str = "default", source: str = "his
                      content_hash=ids.content_hash(text + scope), title=source)
     (chunk,) = store.sync_document(doc, [text]).new_chunk_ids
     e_vecs = _EMBEDDER.embed_documents([f"{n}: {s}" for n, _, s in ENTITIES])
-    ents = [EntityIn(n, t, scope, s, 0.9, v, (chunk,)) for (n, t, s), v in zip(ENTITIES, e_vecs)]
+    ents = [EntityIn(n, t, scope, s, 0.9, v, (chunk,))
+            for (n, t, s), v in zip(ENTITIES, e_vecs, strict=True)]
     eid = {e.name: e.id for e in ents}
     r_vecs = _EMBEDDER.embed_documents([r[3] for r in RELATIONS])
     rels = [RelationIn(eid[s], p, eid[o], f, scope, 0.8, v, chunk_ids=(chunk,))
-            for (s, p, o, f), v in zip(RELATIONS, r_vecs)]
+            for (s, p, o, f), v in zip(RELATIONS, r_vecs, strict=False)]
     store.write_graph(ents, rels)
 
 

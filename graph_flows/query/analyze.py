@@ -23,7 +23,7 @@ what when where which while who whom why will with would you your yours yourself
 tell explain describe show give list please know anything everything something thing things
 does did use used using uses much many related relation relationship relationships
 connected connection between summary summarize summarise overview explore kind kinds
-""".split())
+""".split())  # noqa: SIM905
 _QUOTED = re.compile(r"[\"“”«»]([^\"“”«»]{2,200})[\"“”«»]")
 _CAPITALISED = re.compile(
     r"\b([A-Z][\w'’\-.]*(?:\s+(?:of|de|von|van|the|and|for|&)?\s*[A-Z0-9][\w'’\-.]*)+)")

@@ -14,10 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from graph_flows.query import scoring
 from storage import search
 from storage.ids import normalize_name
-
-from graph_flows.query import scoring
 
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
 
