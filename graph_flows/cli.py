@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from graph_flows import ask as ask_mod
 from graph_flows.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(
@@ -61,6 +62,22 @@ def doctor(
         console.print(f"[bold]Mode[/bold] {report.mode}")
     if not report.ok:
         raise typer.Exit(1)
+
+
+@app.command()
+def ask(
+    question: ask_mod.QuestionArg, scope: ask_mod.ScopeOpt = None,
+    mermaid: ask_mod.MermaidOpt = False, as_json: ask_mod.JsonOpt = False,
+    model: ask_mod.ModelOpt = None,
+) -> None:
+    """Ask a question: streams the answer, then the cited facts and their sources."""
+    from graph_flows.query.analyze import InvalidQueryError
+
+    try:
+        ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
+                            model)
+    except InvalidQueryError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signal path
