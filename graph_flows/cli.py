@@ -6,6 +6,9 @@ import json
 import logging
 import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -78,6 +81,118 @@ def ask(
                             model)
     except InvalidQueryError as exc:
         raise UserError(str(exc)) from None
+
+
+# -- indexing: ingest, status, remove, reembed (bodies in graph_flows/indexing/commands.py) --
+@contextmanager
+def _indexing_errors() -> Iterator[None]:
+    """Turn bad input and bad model specs into one-line user errors (exit 2)."""
+    from graph_flows.indexing.commands import BadInputError
+    from graph_flows.providers import ProviderError
+
+    try:
+        yield
+    except (BadInputError, ProviderError) as exc:
+        raise UserError(str(exc)) from None
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    source: Annotated[str | None, typer.Option(help="Source name (default: file/folder name).")]
+    = None,
+    scope: Annotated[str | None, typer.Option(help="Knowledge scope (default: KRAG_SCOPE).")]
+    = None,
+    workers: Annotated[int, typer.Option(help="Worker processes sharing the chunks.")] = 1,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed",
+                                               help="Retry chunks that failed before.")] = False,
+    chunk_size: Annotated[int, typer.Option(help="Chunk size in characters.")] = 1000,
+    chunk_overlap: Annotated[int, typer.Option(help="Chunk overlap in characters.")] = 100,
+    concurrency: Annotated[int, typer.Option(help="LLM calls in flight per worker.")] = 4,
+    batch_size: Annotated[int, typer.Option(help="Chunks per claimed batch.")] = 32,
+    extraction_model: Annotated[str | None, typer.Option(
+        help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
+    = False,
+) -> None:
+    """Ingest documents: extract entities and relations into the knowledge graph."""
+    from graph_flows.indexing import commands
+    from graph_flows.indexing.context import IndexingContext
+
+    with _indexing_errors():
+        if extraction_model:
+            load_settings(extraction_model=extraction_model)  # validates the spec
+        ctx = IndexingContext(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                              concurrency=concurrency, batch_size=batch_size,
+                              extraction_model=extraction_model)
+        commands.ingest(console, err_console, paths, source=source, scope=scope,
+                        workers=workers, retry_failed=retry_failed, context=ctx,
+                        as_json=as_json)
+
+
+@app.command("ingest-worker", hidden=True)
+def ingest_worker(
+    scope: Annotated[str, typer.Option()],
+    source: Annotated[str | None, typer.Option()] = None,
+    context: Annotated[str, typer.Option(help="IndexingContext as JSON.")] = "{}",
+) -> None:
+    """Internal: one worker process of `krag ingest --workers N`."""
+    from graph_flows.indexing import commands
+
+    commands.worker(console, scope=scope, source=source, context_json=context)
+
+
+@app.command()
+def status(
+    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Per source: documents, chunks by status, entities, relations, LLM usage."""
+    from graph_flows.indexing import commands
+
+    commands.status(console, scope=scope, as_json=as_json)
+
+
+@app.command()
+def remove(
+    source: Annotated[str, typer.Argument(help="Source name, as `krag status` lists it.")],
+    scope: Annotated[str | None, typer.Option(help="Scope (default: KRAG_SCOPE).")] = None,
+) -> None:
+    """Remove a source: its documents, chunks and whatever only they supported."""
+    from graph_flows.indexing import commands
+
+    commands.remove(console, source=source, scope=scope)
+
+
+@app.command()
+def reembed(
+    batch_size: Annotated[int, typer.Option(help="Texts per embedding request.")] = 64,
+) -> None:
+    """Re-embed every entity and relation with the configured embedding model."""
+    from graph_flows.indexing import commands
+
+    with _indexing_errors():
+        commands.reembed(console, batch_size=batch_size)
+
+
+@app.command("ui")
+def ui_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8501,
+) -> None:
+    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser)."""
+    import subprocess
+
+    app_path = Path(__file__).resolve().parent.parent / "ui" / "app.py"
+    if not app_path.is_file():
+        import ui
+
+        app_path = Path(ui.__file__).resolve().parent / "app.py"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
+           "--server.address", host, "--server.port", str(port),
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.maxUploadSize", str(settings_from_cli().max_upload_mb)]
+    raise typer.Exit(subprocess.call(cmd))
 
 
 def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signal path

@@ -100,9 +100,12 @@ def llm_analysis(model: Any, query: str, hints: list[str], prompt: str) -> dict[
 
 
 def search_terms(analysis: dict[str, Any]) -> list[str]:
-    """Terms to search for, entities first, at most MAX_TERMS."""
-    return _dedupe(list(analysis.get("entities", [])) + list(analysis.get("keywords", [])))[
-        :MAX_TERMS]
+    """Terms to search for, at most MAX_TERMS: whole entity names, keywords, then the
+    distinctive words of multi-word names ("Edgar Codd" also finds "Edgar F. Codd")."""
+    entities = list(analysis.get("entities", []))
+    words = [w for e in entities if " " in e.strip() for w in _WORD.findall(e)
+             if len(w) >= 4 and w.casefold() not in _STOPWORDS]
+    return _dedupe(entities + list(analysis.get("keywords", [])) + words)[:MAX_TERMS]
 
 
 def _dedupe(items: list[str]) -> list[str]:

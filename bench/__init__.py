@@ -1,0 +1,1 @@
+"""Benchmarks of krag components, run as scripts: ``python -m bench.<name> --help``."""

@@ -1,0 +1,635 @@
+"""Retrieval latency on a seeded synthetic graph: ours vs the literal seed recipe.
+
+Usage::
+
+    python -m bench.retrieval_latency --entities 100000 --relations 300000 --queries 240 \\
+        [--data-dir DIR | --database-url URL] [--reuse] [--literal-queries 50]
+
+Starts (or joins) the embedded PostgreSQL in its own data dir (default
+``/tmp/krag-bench``, never in the repository), loads the graph of
+:mod:`bench.synthetic` into database ``krag_bench_<size>`` (``--reuse`` keeps a database
+already loaded with the same parameters), warms up, then for every query does what the
+``retrieve_knowledge`` node does: the heuristic analysis, ``search_terms``, the predicate
+cues, :func:`graph_flows.query.retrieval.retrieve` and ``fact_sources``; then the
+``build_context`` node. The query embedding (real MiniLM) is computed beforehand and timed
+on its own: ``retrieve`` only calls it when a vector fallback runs, and those queries are
+counted.
+
+Writes a markdown summary to stdout, ``docs/bench/retrieval_<size>.json`` and
+``docs/bench/explain_<size>.txt`` (EXPLAIN (ANALYZE, BUFFERS) of each method's SQL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+from sqlalchemy import text
+
+from bench import synthetic
+from bench.synthetic import BenchQuery
+from graph_flows.query import analyze, nodes, retrieval, scoring
+from storage import KnowledgeStore, search
+from storage.search import _E, _F
+
+REPO = Path(__file__).resolve().parent.parent
+OUT_DIR = REPO / "docs" / "bench"
+EMBED_MODEL, EMBED_DIM = "local:minilm", 384
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-bench-literal")
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def size_label(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
+
+
+def pct(values: Sequence[float]) -> dict[str, float]:
+    """n, p50, p95, p99, mean, max (nearest-rank percentiles), rounded to 0.01."""
+    if not values:
+        return {"n": 0}
+    s = sorted(values)
+
+    def rank(p: float) -> float:
+        return s[min(len(s) - 1, max(0, int(np.ceil(p / 100 * len(s))) - 1))]
+
+    return {"n": len(s), "p50": round(rank(50), 2), "p95": round(rank(95), 2),
+            "p99": round(rank(99), 2), "mean": round(statistics.fmean(s), 2),
+            "max": round(s[-1], 2)}
+
+
+def rss_mb() -> dict[str, float]:
+    out = {"maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    with contextlib.suppress(Exception):
+        import psutil
+
+        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
+    return out
+
+
+def analysis_terms(query: str) -> tuple[list[str], list[str]]:
+    """Terms and predicates exactly as ``nodes.retrieve_knowledge`` derives them."""
+    q, hints = analyze.validate_input(query, None)
+    terms = analyze.search_terms(analyze.heuristic_analysis(q, hints))
+    predicates = sorted({nodes._RELATION_WORDS[w] for t in terms for w in t.casefold().split()
+                         if w in nodes._RELATION_WORDS})
+    return terms, predicates
+
+
+def search_config(timeout_ms: int = 5000) -> retrieval.SearchConfig:
+    """The node's SearchConfig for the default QueryContext and settings."""
+    ctx = nodes._ctx(None)
+    return retrieval.SearchConfig(
+        entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
+        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
+        timeout_ms=timeout_ms)
+
+
+class HashEmbedder:
+    """Deterministic stand-in when the real model is not wanted (tests)."""
+
+    model_name = "hash-random"
+
+    def embed_query(self, text_: str) -> list[float]:
+        seed = int.from_bytes(hashlib.sha256(text_.encode()).digest()[:8], "little")
+        rng = np.random.default_rng(seed)
+        v = rng.standard_normal(EMBED_DIM)
+        return (v / np.linalg.norm(v)).tolist()
+
+
+def embed_queries(queries: Sequence[BenchQuery], embedder: Any
+                  ) -> tuple[list[list[float]], list[float]]:
+    """One vector per query, each embedded alone and timed (after two warm-up calls)."""
+    for q in queries[:2]:
+        embedder.embed_query(q.text)
+    vecs, ms = [], []
+    for q in queries:
+        t = time.perf_counter()
+        vecs.append(embedder.embed_query(q.text))
+        ms.append((time.perf_counter() - t) * 1000)
+    return vecs, ms
+
+
+# -- ours --------------------------------------------------------------------------------------
+def run_ours(engine: Any, scope: str, query: BenchQuery, vector: list[float],
+             cfg: retrieval.SearchConfig) -> dict[str, Any]:
+    """retrieve_knowledge's work for one query (embedding precomputed), then build_context."""
+    t0 = time.perf_counter()
+    terms, predicates = analysis_terms(query.text)
+    t1 = time.perf_counter()
+    found = retrieval.retrieve(engine, scope, terms, predicates, cfg, lambda: vector)
+    t2 = time.perf_counter()
+    if found.facts:
+        with engine.connect() as conn:
+            sources = search.fact_sources(conn, [f["id"] for f in found.facts])
+        for f in found.facts:
+            f["sources"] = sources.get(f["id"], [])
+    t3 = time.perf_counter()
+    state = {"query": query.text, "scope": scope, "entities": found.entities,
+             "facts": found.facts}
+    ctx_out = nodes.build_context(state, None)
+    t4 = time.perf_counter()
+    m = found.metrics
+    return {
+        "kind": query.kind, "variant": query.variant, "query": query.text, "terms": terms,
+        "analyze_ms": (t1 - t0) * 1000, "retrieve_ms": (t2 - t1) * 1000,
+        "sources_ms": (t3 - t2) * 1000, "knowledge_ms": (t3 - t0) * 1000,
+        "build_context_ms": (t4 - t3) * 1000, "methods_ms": dict(m["ms"]),
+        "results": dict(m["results"]), "errors": dict(m["errors"]),
+        "fallback": bool(m["fallback"]["entities"] or m["fallback"]["facts"]),
+        "fallback_entities": m["fallback"]["entities"], "fallback_facts": m["fallback"]["facts"],
+        "entities": len(found.entities), "facts": len(found.facts),
+        "mermaid_lines": ctx_out["mermaid"].count("\n") + 1,
+    }
+
+
+# -- the literal seed recipe -------------------------------------------------------------------
+_LIT_ENTITY_TRGM = f"""
+SELECT {_E}, greatest(similarity(e.name, :q), similarity(e.summary, :q)) AS sim
+FROM entities e
+WHERE e.scope = :s AND (e.name % :q OR e.summary % :q)
+ORDER BY sim DESC LIMIT :n"""
+_LIT_FACT_TRGM = f"""
+SELECT {_F}, similarity(r.fact, :q) AS sim
+FROM relations r
+WHERE r.scope = :s AND r.fact % :q
+ORDER BY sim DESC LIMIT :n"""
+
+
+def lit_entity_trigram(conn: Any, scope: str, q: str, limit: int) -> list[Any]:
+    return conn.execute(text(_LIT_ENTITY_TRGM), {"s": scope, "q": q, "n": limit}).all()
+
+
+def lit_fact_trigram(conn: Any, scope: str, q: str, limit: int) -> list[Any]:
+    return conn.execute(text(_LIT_FACT_TRGM), {"s": scope, "q": q, "n": limit}).all()
+
+
+def literal_retrieve(engine: Any, scope: str, terms: Sequence[str],
+                     cfg: retrieval.SearchConfig, vector: list[float],
+                     timeout_ms: int = 60_000) -> dict[str, Any]:
+    """The seed's recipe: name ILIKE (60 %), `%` at 0.1 on name+summary (40 %) ordered by
+    similarity; the same on fact text; HNSW when under half the limit; then endpoints.
+    The four text methods run concurrently, as ours do."""
+    t0 = time.perf_counter()
+    m = retrieval._Metrics(timeout_ms)
+    e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
+    f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
+    q = " ".join(terms)
+    jobs: dict[str, tuple[Callable[..., list], tuple[Any, ...]]] = {
+        "entity_like": (search.entity_like, (scope, terms, e_like)),
+        "entity_trigram": (lit_entity_trigram, (scope, q, e_trgm)),
+        "fact_like": (search.fact_like, (scope, terms, f_like)),
+        "fact_trigram": (lit_fact_trigram, (scope, q, f_trgm)),
+    }
+    futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, args) in jobs.items()}
+    got = {k: f.result() for k, f in futures.items()}
+    ents = {h.entity.id for h in got["entity_like"]} | {r.id for r in got["entity_trigram"]}
+    facts = {h.fact.id: (h.fact.subject_id, h.fact.object_id) for h in got["fact_like"]}
+    facts |= {r.id: (r.subject_id, r.object_id) for r in got["fact_trigram"]}
+    fb_e = scoring.needs_fallback(len(ents), cfg.entity_limit, cfg.fallback_ratio)
+    if fb_e:
+        hits = m.run(engine, "entity_vector", search.entity_vector, scope, vector,
+                     cfg.entity_limit)
+        ents |= {h.entity.id for h in hits[: cfg.entity_limit - len(ents)]}
+    fb_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
+    if fb_f:
+        hits = m.run(engine, "fact_vector", search.fact_vector, scope, vector, cfg.fact_limit)
+        facts |= {h.fact.id: (h.fact.subject_id, h.fact.object_id)
+                  for h in hits[: cfg.fact_limit - len(facts)]}
+    missing = {e for ends in facts.values() for e in ends} - ents
+    m.run(engine, "endpoints", search.entities_by_ids, scope, sorted(missing))
+    return {"ms": m.ms, "results": m.results, "errors": m.errors,
+            "fallback": fb_e or fb_f, "total_ms": (time.perf_counter() - t0) * 1000,
+            "entities": len(ents), "facts": len(facts)}
+
+
+# -- EXPLAIN -----------------------------------------------------------------------------------
+class _RecordingConn:
+    def __init__(self, conn: Any, calls: list) -> None:
+        self._conn, self._calls = conn, calls
+
+    def exec_driver_sql(self, *args: Any, **kwargs: Any) -> Any:
+        return self._conn.exec_driver_sql(*args, **kwargs)
+
+    def execute(self, stmt: Any, params: Any = None) -> Any:
+        caller = sys._getframe(1).f_code.co_name  # the storage.search function
+        self._calls.append((caller, stmt, params))
+        return self._conn.execute(stmt, params)
+
+
+class RecordingEngine:
+    """Engine stand-in that records every statement the search functions execute."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.calls: list[tuple[str, Any, Any]] = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def connect(self) -> Iterator[_RecordingConn]:
+        with self.engine.connect() as conn:
+            yield _RecordingConn(conn, self.calls)
+
+
+def _short(params: Any) -> str:
+    def fmt(v: Any) -> str:
+        s = repr(v)
+        return s if len(s) <= 120 else s[:117] + "..."
+    return ", ".join(f"{k}={fmt(v)}" for k, v in (params or {}).items())
+
+
+def explain_calls(engine: Any, calls: Sequence[tuple[str, Any, Any]], title: str) -> str:
+    out = [f"=== {title} ==="]
+    for caller, stmt, params in calls:
+        sql = stmt.text if hasattr(stmt, "text") else str(stmt)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SET LOCAL statement_timeout = 120000")
+            plan = [r[0] for r in conn.execute(
+                text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params).all()]
+        out += [f"--- {caller}", "SQL: " + " ".join(sql.split()),
+                "params: " + _short(params), *plan, ""]
+    return "\n".join(out)
+
+
+def explain_report(engine: Any, scope: str, query: BenchQuery, vector: list[float],
+                   cfg: retrieval.SearchConfig, literal: bool = True) -> str:
+    """EXPLAIN (ANALYZE, BUFFERS) of every statement our retrieval (and, optionally, the
+    literal recipe) runs for ``query``; the vector methods from a run with forced fallback."""
+    terms, predicates = analysis_terms(query.text)
+    rec = RecordingEngine(engine)
+    retrieval.retrieve(rec, scope, terms, predicates, cfg, lambda: vector)
+    forced = RecordingEngine(engine)
+    retrieval.retrieve(forced, scope, terms, predicates, replace(cfg, fallback_ratio=1.01),
+                       lambda: vector)
+    calls = sorted(rec.calls, key=lambda c: c[0])
+    calls += [c for c in forced.calls if c[0] in {"entity_vector", "fact_vector"}]
+    head = f"query [{query.kind}]: {query.text!r}\nterms: {terms}\npredicates: {predicates}\n"
+    parts = [head, explain_calls(engine, calls, "ours (storage/search.py)")]
+    if literal:
+        lit = RecordingEngine(engine)
+        literal_retrieve(lit, scope, terms, cfg, vector)
+        parts.append(explain_calls(engine, sorted(lit.calls, key=lambda c: c[0]),
+                                   "literal seed recipe"))
+    return "\n".join(parts)
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    methods = sorted({k for r in records for k in r["methods_ms"]})
+    kinds = sorted({r["kind"] for r in records}, key=synthetic.QUERY_KINDS.index)
+    return {
+        "retrieve_knowledge_ms": pct([r["knowledge_ms"] for r in records]),
+        "retrieve_ms": pct([r["retrieve_ms"] for r in records]),
+        "retrieve_knowledge_with_embedding_ms": pct([r["knowledge_with_embed_ms"]
+                                                     for r in records]),
+        "build_context_ms": pct([r["build_context_ms"] for r in records]),
+        "analyze_ms": pct([r["analyze_ms"] for r in records]),
+        "sources_ms": pct([r["sources_ms"] for r in records]),
+        "per_method_ms": {
+            m: {**pct([r["methods_ms"][m] for r in records if m in r["methods_ms"]]),
+                "mean_results": round(statistics.fmean(
+                    [r["results"].get(m, 0) for r in records if m in r["methods_ms"]]), 1)}
+            for m in methods},
+        "per_kind_ms": {
+            k: {**pct([r["knowledge_ms"] for r in records if r["kind"] == k]),
+                "fallback": sum(r["fallback"] for r in records if r["kind"] == k),
+                "mean_entities": round(statistics.fmean(
+                    [r["entities"] for r in records if r["kind"] == k]), 1),
+                "mean_facts": round(statistics.fmean(
+                    [r["facts"] for r in records if r["kind"] == k]), 1)}
+            for k in kinds},
+        "fallback": {"queries": sum(r["fallback"] for r in records),
+                     "entities": sum(r["fallback_entities"] for r in records),
+                     "facts": sum(r["fallback_facts"] for r in records),
+                     "rate": round(sum(r["fallback"] for r in records) / len(records), 3)},
+        "errors": sum(bool(r["errors"]) for r in records),
+        "error_examples": [r["errors"] for r in records if r["errors"]][:5],
+        "empty": sum(r["entities"] == 0 and r["facts"] == 0 for r in records),
+    }
+
+
+def benchmark(
+    engine: Any, scope: str, queries: Sequence[BenchQuery], *, embedder: Any = None,
+    literal_queries: int = 50, warmup: Sequence[BenchQuery] = (),
+    explain_path: Path | None = None, literal_timeout_ms: int = 60_000, log: Any = None,
+) -> dict[str, Any]:
+    """Run ours over ``queries`` (and the literal recipe over a stratified subset, paired
+    with ours query by query); return the report dict."""
+    say = log or (lambda *_: None)
+    embedder = embedder or HashEmbedder()
+    cfg = search_config()
+    report: dict[str, Any] = {"queries": len(queries),
+                              "query_kinds": {k: sum(q.kind == k for q in queries)
+                                              for k in synthetic.QUERY_KINDS},
+                              "config": asdict(cfg),
+                              "embedder": getattr(embedder, "model_name", type(embedder).__name__)}
+    vectors, embed_ms = embed_queries(queries, embedder)
+    report["embedding_ms"] = pct(embed_ms)
+    report["rss_before_queries"] = rss_mb()
+    for q in warmup:
+        run_ours(engine, scope, q, embedder.embed_query(q.text), cfg)
+    report["loadavg_start"] = [round(x, 2) for x in os.getloadavg()]
+    t0 = time.perf_counter()
+    records = []
+    for q, v, e_ms in zip(queries, vectors, embed_ms, strict=True):
+        r = run_ours(engine, scope, q, v, cfg)
+        r["embed_ms"] = e_ms
+        r["knowledge_with_embed_ms"] = r["knowledge_ms"] + (e_ms if r["fallback"] else 0.0)
+        records.append(r)
+    report["ours_wall_s"] = round(time.perf_counter() - t0, 2)
+    report["loadavg_after_ours"] = [round(x, 2) for x in os.getloadavg()]
+    report["ours"] = _summary(records)
+    say(f"ours: {report['ours']['retrieve_knowledge_ms']}")
+    # literal recipe, paired with ours on the same queries (ratios within one run)
+    if literal_queries > 0:
+        by_kind: dict[str, list[int]] = {}
+        for i, q in enumerate(queries):
+            by_kind.setdefault(q.kind, []).append(i)
+        picked: list[int] = []
+        while len(picked) < min(literal_queries, len(queries)):
+            for idx in by_kind.values():
+                if idx and len(picked) < literal_queries:
+                    picked.append(idx.pop(0))
+        lit_rows, paired = [], []
+        t1 = time.perf_counter()
+        for n, i in enumerate(sorted(picked)):
+            q, v = queries[i], vectors[i]
+            terms, _ = analysis_terms(q.text)
+            lit = literal_retrieve(engine, scope, terms, cfg, v, literal_timeout_ms)
+            lit["kind"] = q.kind
+            lit_rows.append(lit)
+            paired.append(run_ours(engine, scope, q, v, cfg))
+            if n % 10 == 9:
+                say(f"literal {n + 1}/{len(picked)} ({time.perf_counter() - t1:.0f} s)")
+        methods = sorted({k for r in lit_rows for k in r["ms"]})
+        report["literal"] = {
+            "queries": len(lit_rows),
+            "total_ms": pct([r["total_ms"] for r in lit_rows]),
+            "ours_same_queries_ms": pct([r["knowledge_ms"] for r in paired]),
+            "ours_retrieve_same_queries_ms": pct([r["retrieve_ms"] for r in paired]),
+            "per_method_ms": {m: pct([r["ms"][m] for r in lit_rows if m in r["ms"]])
+                              for m in methods},
+            "per_kind_ms": {k: pct([r["total_ms"] for r in lit_rows if r["kind"] == k])
+                            for k in synthetic.QUERY_KINDS},
+            "fallback": sum(r["fallback"] for r in lit_rows),
+            "errors": sum(bool(r["errors"]) for r in lit_rows),
+            "error_examples": [r["errors"] for r in lit_rows if r["errors"]][:3],
+            "wall_s": round(time.perf_counter() - t1, 2),
+        }
+        say(f"literal: {report['literal']['total_ms']}")
+    report["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    report["rss_after_queries"] = rss_mb()
+    report["slowest"] = [
+        {k: r[k] for k in ("kind", "query", "terms", "knowledge_ms", "methods_ms", "results")}
+        for r in sorted(records, key=lambda r: -r["knowledge_ms"])[:8]]
+    report["records"] = [
+        {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}
+        for r in records]
+    if explain_path is not None:
+        rep = next((q for q in queries if q.kind == "multiword"), queries[0])
+        slow = max(records, key=lambda r: r["knowledge_ms"])
+        slow_q = next(q for q in queries if q.text == slow["query"])
+        parts = [explain_report(engine, scope, rep, vectors[queries.index(rep)], cfg)]
+        if slow_q is not rep:
+            parts.append("\n\n##### slowest query of the run (ours only)\n")
+            parts.append(explain_report(engine, scope, slow_q,
+                                        vectors[queries.index(slow_q)], cfg, literal=False))
+        explain_path.parent.mkdir(parents=True, exist_ok=True)
+        explain_path.write_text("\n".join(parts))
+        report["explain_file"] = str(explain_path.relative_to(REPO)
+                                     if explain_path.is_relative_to(REPO) else explain_path)
+    return report
+
+
+# -- database ----------------------------------------------------------------------------------
+def with_database(url: str, dbname: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{dbname}"))
+
+
+def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
+                     graph: synthetic.SyntheticGraph, log: Any) -> tuple[KnowledgeStore, dict]:
+    """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``)."""
+    import psycopg
+
+    url = with_database(server_url, dbname)
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                               (dbname,)).fetchone() is not None
+    if reuse and exists:
+        store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+        with store.engine.connect() as conn:
+            stored = conn.execute(text(
+                "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
+        if stored and json.loads(stored)["params"] == params:
+            log(f"reusing {dbname} (loaded {json.loads(stored)['loaded_at']})")
+            return store, {**json.loads(stored)["load"], "reused": True}
+        store.close()
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{dbname}"')
+    store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+    log(f"loading {params['entities']:,} entities / {params['relations']:,} relations "
+        f"into {dbname}")
+    load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log)
+    load["generate_s"] = graph.stats["generate_s"]
+    with store.transaction() as conn:
+        conn.execute(text(
+            "INSERT INTO krag_meta (key, value) VALUES ('bench_params', :v) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
+            {"v": json.dumps({"params": params, "load": load,
+                              "loaded_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})})
+    return store, {**load, "reused": False}
+
+
+def database_facts(store: KnowledgeStore) -> dict[str, Any]:
+    with store.engine.connect() as conn:
+        settings = dict(conn.execute(text(
+            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            "('shared_buffers', 'work_mem', 'effective_cache_size', 'max_parallel_workers', "
+            "'max_parallel_workers_per_gather', 'random_page_cost', 'jit')")).all())
+        sizes = dict(conn.execute(text(
+            "SELECT c.relname, pg_size_pretty(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "WHERE c.relname IN ('entities', 'relations', 'entity_words')")).all())
+        idx = dict(conn.execute(text(
+            "SELECT indexrelname, pg_size_pretty(pg_relation_size(indexrelid)) "
+            "FROM pg_stat_user_indexes WHERE relname IN ('entities', 'relations', "
+            "'entity_words') ORDER BY 1")).all())
+        return {"server_version": conn.execute(text("SHOW server_version")).scalar(),
+                "settings": settings, "table_sizes": sizes, "index_sizes": idx,
+                "database_size": conn.execute(text(
+                    "SELECT pg_size_pretty(pg_database_size(current_database()))")).scalar(),
+                "counts": store.counts()}
+
+
+def machine() -> dict[str, Any]:
+    cpu = "?"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem = "?"
+    with contextlib.suppress(OSError):
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f"{kb / 2**20:.1f} GiB"
+    commit = "?"
+    with contextlib.suppress(Exception):
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, timeout=10).stdout.strip()
+    return {"nproc": os.cpu_count(), "cpu": cpu, "memory": mem,
+            "python": platform.python_version(), "commit": commit,
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+
+
+# -- output ------------------------------------------------------------------------------------
+def _row(name: str, p: dict[str, float], *extra: Any) -> str:
+    if not p.get("n"):
+        return f"| {name} | 0 | – | – | – |" + "".join(f" {e} |" for e in extra)
+    return (f"| {name} | {p['n']} | {p['p50']} | {p['p95']} | {p['p99']} |"
+            + "".join(f" {e} |" for e in extra))
+
+
+def markdown(rep: dict[str, Any]) -> str:
+    o, m = rep["ours"], rep["machine"]
+    lines = [
+        f"### {rep['label']}: {rep['params']['entities']:,} entities / "
+        f"{rep['params']['relations']:,} relations, {rep['queries']} queries",
+        "",
+        f"{m['date']}, commit {m['commit']}, {m['nproc']} cores ({m['cpu']}), {m['memory']}; "
+        f"load average {rep['loadavg_start']} → {rep['loadavg_end']} (shared machine). "
+        f"Load: {rep['load'].get('total_s', '?')} s"
+        f"{' (reused database)' if rep['load'].get('reused') else ''}; "
+        f"database {rep['database']['database_size']}.",
+        "",
+        "| ms | n | p50 | p95 | p99 |", "|---|---|---|---|---|",
+        _row("retrieve_knowledge (analysis + retrieve + sources)", o["retrieve_knowledge_ms"]),
+        _row("retrieve() alone", o["retrieve_ms"]),
+        _row("retrieve_knowledge + MiniLM query embedding when a fallback ran",
+             o["retrieve_knowledge_with_embedding_ms"]),
+        _row("query embedding alone (MiniLM, every query)", rep["embedding_ms"]),
+        _row("build_context", o["build_context_ms"]),
+    ]
+    if "literal" in rep:
+        lit = rep["literal"]
+        lines += [_row(f"literal seed recipe ({lit['queries']} queries)", lit["total_ms"]),
+                  _row("ours on the same queries, same pass", lit["ours_same_queries_ms"])]
+    lines += ["", f"Fallback (vector search ran): {o['fallback']['queries']} of "
+              f"{rep['queries']} queries ({o['fallback']['rate']:.0%}; entities "
+              f"{o['fallback']['entities']}, facts {o['fallback']['facts']}). "
+              f"Errors: {o['errors']}. Queries with nothing retrieved: {o['empty']}.",
+              "", "Per method (ms, `metrics[\"ms\"]`, only queries where it ran):", "",
+              "| method | n | p50 | p95 | p99 | mean results |", "|---|---|---|---|---|---|"]
+    lines += [_row(k, v, v.get("mean_results", "")) for k, v in o["per_method_ms"].items()]
+    lines += ["", "Per query kind (retrieve_knowledge ms):", "",
+              "| kind | n | p50 | p95 | p99 | fallback | mean entities | mean facts |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += [_row(k, v, v["fallback"], v["mean_entities"], v["mean_facts"])
+              for k, v in o["per_kind_ms"].items()]
+    if "literal" in rep:
+        lines += ["", "Literal recipe per method (ms):", "",
+                  "| method | n | p50 | p95 | p99 |", "|---|---|---|---|---|"]
+        lines += [_row(k, v) for k, v in rep["literal"]["per_method_ms"].items()]
+        lines += ["", "Literal recipe per query kind (ms):", "",
+                  "| kind | n | p50 | p95 | p99 |", "|---|---|---|---|---|"]
+        lines += [_row(k, v) for k, v in rep["literal"]["per_kind_ms"].items()]
+    rss = rep["rss_after_queries"]
+    lines += ["", f"Benchmark process memory: RSS {rss.get('rss_mb', '?')} MB after the "
+              f"queries (max RSS {rss['maxrss_mb']} MB, includes generating/loading the graph "
+              f"when not reused; RSS before the queries {rep['rss_before_queries']}).", ""]
+    return "\n".join(lines)
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.retrieval_latency",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--entities", type=int, default=100_000)
+    ap.add_argument("--relations", type=int, default=300_000)
+    ap.add_argument("--queries", type=int, default=240)
+    ap.add_argument("--literal-queries", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--batch-size", type=int, default=10_000)
+    where = ap.add_mutually_exclusive_group()
+    where.add_argument("--data-dir", type=Path, default=Path("/tmp/krag-bench"),
+                       help="embedded PostgreSQL data dir (default /tmp/krag-bench)")
+    where.add_argument("--database-url", help="an existing server (admin URL)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep a database already loaded with the same parameters")
+    ap.add_argument("--no-explain", action="store_true")
+    ap.add_argument("--hash-embedder", action="store_true",
+                    help="random query vectors instead of MiniLM (no model needed)")
+    ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # release the embedded handle
+
+    def log(msg: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    label = size_label(args.entities)
+    params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
+              "batch_size": args.batch_size, "generator": 1}
+    graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
+    log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
+    queries = synthetic.generate_queries(graph, args.queries)
+    warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
+    embedded = args.database_url is None
+    if embedded:
+        from storage import start_embedded
+
+        server_url = start_embedded(args.data_dir)
+    else:
+        server_url = args.database_url
+    try:
+        store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
+                                       graph, log)
+        log(f"load: {load}")
+        if args.hash_embedder:
+            embedder: Any = HashEmbedder()
+        else:
+            from graph_flows.embeddings import MiniLMEmbeddings
+
+            embedder = MiniLMEmbeddings()
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        rep = benchmark(store.engine, synthetic.SCOPE, queries, embedder=embedder,
+                        literal_queries=args.literal_queries, warmup=warmup,
+                        explain_path=None if args.no_explain
+                        else args.out_dir / f"explain_{label}.txt", log=log)
+        rep.update(label=label, params=params, load=load, graph=graph.stats,
+                   machine=machine(), database=database_facts(store),
+                   command="python -m bench.retrieval_latency " + " ".join(
+                       sys.argv[1:] if argv is None else argv))
+        store.close()
+    finally:
+        if embedded:
+            from storage import stop_embedded
+
+            stop_embedded(args.data_dir)
+    out = args.out_dir / f"retrieval_{label}.json"
+    out.write_text(json.dumps(rep, indent=1, default=str))
+    print(markdown(rep))
+    log(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

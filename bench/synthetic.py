@@ -1,0 +1,593 @@
+"""Seeded synthetic knowledge graph for benchmarks: entities, facts, embeddings, queries.
+
+The graph imitates what LLM extraction produces from a technical corpus:
+
+- names built from word lists: people (first + last name, a share of generated surnames),
+  organisations (``Zentrix Labs``, ``Blue River Systems``), technologies (``KorvalaDB``,
+  ``GraphFlow``), concepts (``incremental data lineage``), places and document sections;
+  many names share words (``Labs``, ``Data``), and ~5 % are near-duplicates of another name
+  (abbreviations, typos, ``Corp`` vs ``Corporation``);
+- 1-2 sentence summaries from a small vocabulary, so common words (``data``, ``system``)
+  appear in most of them, and summaries mention other entities by name;
+- facts as sentences (``X uses Y for stream processing.``) with a hub-heavy degree
+  distribution and a preference for endpoints in the same topic cluster;
+- 384-d unit embeddings: one random centre per topic cluster plus noise, so vector
+  neighbours are meaningful (same cluster); a fact's vector is near its endpoints' mean.
+
+Everything derives from ``seed``: the same arguments give the same graph and the same queries.
+Embeddings are generated per load batch (never all held as Python lists).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import string
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
+from storage.documents import chunk_ids_for
+
+DIM = 384
+SCOPE = "bench"
+
+
+def _words(text: str, sep: str | None = None) -> list[str]:
+    return [w.strip() for w in text.split(sep) if w.strip()]
+
+
+FIRST = _words("""
+Ada Alan Grace Linus Barbara Edsger Donald Margaret Ken Dennis Bjarne Guido James
+Tim Vint Radia Frances John Katherine Claude Niklaus Leslie Tony Fran Shafi Sophie Hedy Anita
+Jean Ivan Rosalind Carl Marie Emmy Lise Nikola Ada Robin Priya Arjun Mei Hiroshi Yuki Lars
+Ingrid Sven Olga Dmitri Elena Mateo Lucia Diego Camila Omar Fatima Amir Leila Kwame Amara
+Chidi Zanele Noah Emma Liam Olivia Ethan Ava Lucas Mia Mason Isabella Logan Harper Elijah
+Evelyn Aiden Abigail Caleb Ella Owen Scarlett Wyatt Chloe Henry Nora Julian Hazel Levi Aurora
+Isaac Violet Gabriel Stella Anthony Lily Samuel Zoe Jack Luna Leo Ruby Theo Iris Felix Clara
+Hugo Alice Oscar Maya Victor Nina Xavier Rosa Yusuf Sara Tariq Anya Bruno Greta Paulo
+Ines""")
+
+LAST = _words("""
+Lovelace Turing Hopper Torvalds Liskov Dijkstra Knuth Hamilton Thompson Ritchie
+Stroustrup Rossum Gosling Berners Cerf Perlman Allen McCarthy Johnson Shannon Wirth Lamport
+Hoare Goldwasser Wilson Lamarr Borg Sammet Sutherland Franklin Sagan Curie Noether Meitner
+Tesla Milner Patel Sharma Chen Wang Tanaka Sato Nielsen Larsen Andersen Petrov Ivanova
+Garcia Martinez Lopez Rodriguez Hassan Rahman Haddad Mensah Okafor Dlamini Smith Jones
+Brown Taylor Walker Wright Robinson Thompson Clarke Hughes Edwards Green Hall Wood Harris
+Lewis Martin Jackson Clark Young King Scott Baker Adams Nelson Hill Campbell Mitchell Roberts
+Carter Phillips Evans Turner Torres Parker Collins Stewart Morris Murphy Cook Rogers Morgan
+Peterson Cooper Reed Bailey Bell Gomez Kelly Howard Ward Cox Diaz Richardson Brooks Watson
+Schmidt Muller Weber Fischer Becker Hoffmann Rossi Russo Bianchi Romano Moreau Laurent""")
+
+SYLLABLES = _words("""
+ka zen tri vor lu mi dra qel sto bri nex pho ra tal ver xo yun gri fal mor dak
+sil ven tor ash el in or um ix ax on ar is ko ba ne su te lo vi da re po gu fi ze ha cy mo
+ny ro tu be qua sky flo""")
+
+ORG_SUFFIX = _words("""
+Labs Systems Inc Corp Corporation Group Foundation Institute Technologies
+Analytics Software Networks Partners Consulting Holdings Research Dynamics Solutions Works
+Collective Consortium""")
+ADJ = _words("""
+Blue Red Green Silver Golden Northern Southern Eastern Western Open Bright Deep Swift
+Quiet Iron Crystal Solar Lunar Rapid Clear Prime Global United Modern Urban Coastal Alpine
+Royal Digital Quantum""")
+NOUN = _words("""
+River Mountain Harbor Forest Valley Bridge Summit Cloud Stone Ocean Beacon Falcon
+Cedar Maple Oak Pine Lake Meadow Canyon Delta Vertex Orbit Signal Pixel Vector Lattice Matrix
+Circuit Anchor Compass""")
+TECH_WORD = _words("""
+Graph Flow Stream Data Query Store Cache Vector Index Search Lake Mesh Grid Core
+Base Hub Forge Pipe Sync Scale Shift Spark Kit Lens Vault Bridge Engine Studio Cloud Edge
+Pulse Node Link Trace Scope""")
+TECH_SUFFIX = _words("""
+DB QL JS ML Ops IO X Lite Pro Server Engine Studio Cloud Runtime SDK API""")
+CONCEPT_ADJ = _words("""
+distributed incremental semantic probabilistic federated streaming relational
+temporal causal adaptive hierarchical sparse dense contextual differential approximate
+consistent eventual transactional columnar vectorized declarative reactive event-driven
+zero-copy multi-tenant fault-tolerant privacy-preserving self-supervised low-latency""")
+CONCEPT_NOUN = _words("""
+data lineage consensus replication sharding caching indexing retrieval
+embedding clustering compression encryption scheduling partitioning serialization
+tokenization ranking deduplication provenance governance observability orchestration
+inference training evaluation summarization extraction reasoning attention search storage
+query planning recovery checkpointing versioning validation normalization aggregation
+sampling monitoring""")
+LOC_PREFIX = _words("North South East West Port New Upper Lower Fort Lake Mount Saint")
+LOC_SUFFIX = _words("ton ville burg field ford haven port stad dale mouth bury wick")
+
+DOMAINS = _words("""
+data cloud healthcare finance logistics retail energy manufacturing research education security
+media telecom government transport""")
+TOPICS = _words("""
+data pipelines, stream processing, query optimisation, data storage, model training,
+knowledge graphs, access control, data quality, system monitoring, vector search, batch
+analytics, event processing, data integration, schema migration, cost reporting, fraud
+detection, capacity planning, log analysis, document search, data governance""", ",")
+ROLES = _words("""
+engineer researcher architect scientist manager analyst founder director
+developer designer consultant maintainer""")
+ORG_KINDS = _words("""
+company startup research lab consultancy foundation vendor agency
+cooperative institute""")
+TECH_KINDS = _words("""
+database library framework service platform tool protocol engine format
+runtime""")
+FEATURES = _words("""
+replication, caching, sharding, encryption, streaming, versioning, full-text search,
+vector search, access control, monitoring, backups, schema evolution, batch loading,
+real-time dashboards""", ",")
+PURPOSES = TOPICS + ["reporting", "testing", "auditing", "deployment", "indexing", "backups"]
+
+TYPE_WEIGHTS = {"person": 0.25, "organization": 0.18, "technology": 0.27, "concept": 0.2,
+                "location": 0.06, "section": 0.04}
+PREDICATES = ("uses", "contains", "part_of", "relates_to", "mentions", "defines")
+PRED_WEIGHTS = (0.3, 0.12, 0.12, 0.26, 0.12, 0.08)
+QUERY_KINDS = ("exact", "typo", "partial", "multiword", "summary", "nomatch")
+
+
+@dataclass(frozen=True, slots=True)
+class EntitySpec:
+    name: str
+    type: str
+    summary: str
+    cluster: int
+    alias_of: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RelationSpec:
+    subject: int
+    predicate: str
+    object: int
+    fact: str
+    valid_at: datetime | None = None
+
+
+@dataclass
+class SyntheticGraph:
+    """Names, summaries and facts (no vectors; those come per batch in :func:`load_graph`)."""
+
+    seed: int
+    entities: list[EntitySpec]
+    relations: list[RelationSpec]
+    clusters: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class BenchQuery:
+    kind: str
+    text: str
+    variant: str = ""
+
+
+# -- names -------------------------------------------------------------------------------------
+def _gen_word(rng: random.Random, lo: int = 2, hi: int = 3) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(lo, hi))).capitalize()
+
+
+def _person(rng: random.Random) -> str:
+    last = rng.choice(LAST) if rng.random() < 0.5 else _gen_word(rng)
+    if rng.random() < 0.15:
+        return f"{rng.choice(FIRST)} {rng.choice(string.ascii_uppercase)}. {last}"
+    return f"{rng.choice(FIRST)} {last}"
+
+
+def _organization(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.4:
+        return f"{_gen_word(rng)} {rng.choice(ORG_SUFFIX)}"
+    if r < 0.7:
+        return f"{rng.choice(ADJ)} {rng.choice(NOUN)} {rng.choice(ORG_SUFFIX)}"
+    if r < 0.85:
+        return f"{rng.choice(LAST)} & {rng.choice(LAST)}"
+    return f"{rng.choice(LAST)} {rng.choice(ORG_SUFFIX)}"
+
+
+def _technology(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.3:
+        return _gen_word(rng, 2, 3)
+    if r < 0.55:
+        return f"{_gen_word(rng, 1, 2)}{rng.choice(TECH_SUFFIX)}"
+    if r < 0.8:
+        return f"{_gen_word(rng)} {rng.choice(TECH_WORD)}"
+    word = f"{rng.choice(TECH_WORD)}{rng.choice(TECH_WORD)}"
+    return word if rng.random() < 0.5 else f"{word} {rng.randint(2, 9)}"
+
+
+def _concept(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.45:
+        name = f"{rng.choice(CONCEPT_ADJ)} {rng.choice(CONCEPT_NOUN)}"
+    else:
+        name = (f"{rng.choice(CONCEPT_ADJ)} {rng.choice(CONCEPT_NOUN)} "
+                f"{rng.choice(CONCEPT_NOUN)}")
+    return name.title() if rng.random() < 0.5 else name
+
+
+def _location(rng: random.Random) -> str:
+    base = _gen_word(rng, 1, 2).lower() + rng.choice(LOC_SUFFIX)
+    base = base.capitalize()
+    return f"{rng.choice(LOC_PREFIX)} {base}" if rng.random() < 0.4 else base
+
+
+def _section(rng: random.Random) -> str:
+    return (f"Section {rng.randint(1, 40)}.{rng.randint(1, 20)} "
+            f"{rng.choice(CONCEPT_NOUN).title()} {rng.choice(CONCEPT_NOUN).title()}")
+
+
+_MAKERS = {"person": _person, "organization": _organization, "technology": _technology,
+           "concept": _concept, "location": _location, "section": _section}
+
+_ABBREV = {"Corporation": "Corp", "Corp": "Corporation", "Inc": "Incorporated",
+           "Technologies": "Tech", "Laboratories": "Labs", "Labs": "Laboratories",
+           "Systems": "Sys", "Institute": "Inst"}
+
+
+def typo(word: str, rng: random.Random) -> str:
+    """One edit (swap, drop, double or replace a letter) away from ``word``; never ``word``."""
+    for _ in range(10):
+        out = _edit(word, rng)
+        if out.casefold() != word.casefold():
+            return out
+    return word + "x"
+
+
+def _edit(word: str, rng: random.Random) -> str:
+    if len(word) < 3:
+        return word + rng.choice(string.ascii_lowercase)
+    i = rng.randrange(1, len(word) - 1)
+    op = rng.random()
+    if op < 0.3:
+        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+    if op < 0.55:
+        return word[:i] + word[i + 1:]
+    if op < 0.75:
+        return word[:i] + word[i] + word[i:]
+    return word[:i] + rng.choice(string.ascii_lowercase) + word[i + 1:]
+
+
+def _alias(name: str, rng: random.Random) -> str:
+    words = name.split()
+    if words[-1] in _ABBREV and rng.random() < 0.7:
+        return " ".join(words[:-1] + [_ABBREV[words[-1]]])
+    if len(words) >= 2 and words[0][0].isupper() and rng.random() < 0.4:
+        return f"{words[0][0]}. {' '.join(words[1:])}"
+    j = max(range(len(words)), key=lambda k: len(words[k]))
+    words[j] = typo(words[j], rng)
+    return " ".join(words)
+
+
+# -- summaries and facts -----------------------------------------------------------------------
+def _summary(kind: str, name: str, rng: random.Random, pick: dict[str, list[str]]) -> str:
+    topic, topic2 = rng.sample(TOPICS, 2)
+    domain = rng.choice(DOMAINS)
+
+    def some(t: str) -> str:
+        pool = pick.get(t) or [name]
+        return rng.choice(pool)
+
+    if kind == "person":
+        role = rng.choice(ROLES)
+        article = "an" if role[0] in "aeiou" else "a"
+        first = (f"{name} is {article} {role} at {some('organization')} working on "
+                 f"{topic} for {domain} data systems.")
+        second = f"Known for work on {topic2} with {some('technology')}."
+    elif kind == "organization":
+        first = (f"{name} is a {rng.choice(ORG_KINDS)} that builds {topic} products for "
+                 f"{domain} teams.")
+        second = f"Its platform relies on {some('technology')} for {topic2}."
+    elif kind == "technology":
+        first = f"{name} is a {rng.choice(TECH_KINDS)} for {topic} in {domain} systems."
+        second = (f"It supports {rng.choice(FEATURES)} and {rng.choice(FEATURES)} and is "
+                  f"maintained by {some('organization')}.")
+    elif kind == "concept":
+        first = (f"{name} is a technique in {domain} data systems for {topic} and "
+                 f"{topic2}.")
+        second = f"It is implemented in {some('technology')}."
+    elif kind == "location":
+        first = f"{name} is a city where {some('organization')} runs a {domain} data centre."
+        second = f"It hosts a community around {topic}."
+    else:
+        first = f"{name} of the design document covers {topic} and {topic2} of the system."
+        second = f"It references {some('technology')}."
+    return first if rng.random() < 0.35 else f"{first} {second}"
+
+
+def _fact(pred: str, s: str, o: str, rng: random.Random) -> str:
+    purpose = rng.choice(PURPOSES)
+    if pred == "uses":
+        return f"{s} uses {o} for {purpose}."
+    if pred == "contains":
+        return f"{s} contains {o} as part of its {purpose} system."
+    if pred == "part_of":
+        return f"{s} is part of {o} since {rng.randint(1995, 2025)}."
+    if pred == "relates_to":
+        return f"{s} relates to {o} through {purpose}."
+    if pred == "mentions":
+        return f"{s} mentions {o} in the context of {purpose}."
+    return f"{s} defines {o} as a {rng.choice(CONCEPT_ADJ)} approach to {purpose}."
+
+
+# -- the graph ---------------------------------------------------------------------------------
+def generate_graph(n_entities: int, n_relations: int, seed: int = 42) -> SyntheticGraph:
+    """Names, summaries and facts for ``n_entities`` entities and ``n_relations`` facts."""
+    t0 = time.perf_counter()
+    rng = random.Random(seed)
+    clusters = max(8, n_entities // 500)
+    types = rng.choices(list(TYPE_WEIGHTS), weights=list(TYPE_WEIGHTS.values()), k=n_entities)
+    seen: set[tuple[str, str]] = set()
+    names: list[tuple[str, str, int | None]] = []
+    for i, kind in enumerate(types):
+        alias_of = None
+        if names and rng.random() < 0.05:  # a near-duplicate of an earlier entity
+            alias_of = rng.randrange(len(names))
+            kind = names[alias_of][1]
+            name = _alias(names[alias_of][0], rng)
+        else:
+            name = _MAKERS[kind](rng)
+        tries = 0
+        while (ids.normalize_name(name), kind) in seen:
+            tries += 1
+            name = _MAKERS[kind](rng) if tries < 20 else f"{_MAKERS[kind](rng)} {i}"
+            alias_of = None
+        seen.add((ids.normalize_name(name), kind))
+        names.append((name, kind, alias_of))
+    by_type: dict[str, list[str]] = {}
+    for name, kind, _ in names:
+        by_type.setdefault(kind, []).append(name)
+    pick = {k: v[:5000] for k, v in by_type.items()}
+    cluster_of = [rng.randrange(clusters) for _ in names]
+    for i, (_, _, alias_of) in enumerate(names):  # aliases sit next to what they alias
+        if alias_of is not None:
+            cluster_of[i] = cluster_of[alias_of]
+    entities = [EntitySpec(n, k, _summary(k, n, rng, pick), cluster_of[i], a)
+                for i, (n, k, a) in enumerate(names)]
+    members: dict[int, list[int]] = {}
+    for i, c in enumerate(cluster_of):
+        members.setdefault(c, []).append(i)
+    relations: list[RelationSpec] = []
+    taken: set[tuple[int, str, int]] = set()
+    base = datetime(2015, 1, 1, tzinfo=UTC)
+    while len(relations) < n_relations:
+        # hub-heavy subjects: a quarter of the facts start at the first 2 % of entities
+        if rng.random() < 0.25:
+            s = rng.randrange(max(1, n_entities // 50))
+        else:
+            s = rng.randrange(n_entities)
+        same_cluster = rng.random() < 0.6
+        o = rng.choice(members[cluster_of[s]]) if same_cluster else rng.randrange(n_entities)
+        pred = rng.choices(PREDICATES, weights=PRED_WEIGHTS)[0]
+        if o == s or (s, pred, o) in taken:
+            continue
+        taken.add((s, pred, o))
+        valid = base + timedelta(days=rng.randrange(3650)) if rng.random() < 0.3 else None
+        relations.append(RelationSpec(s, pred, o, _fact(pred, names[s][0], names[o][0], rng),
+                                      valid))
+    words = {w for e in entities for w in ids.normalize_name(e.name).split()}
+    stats = {"entities": n_entities, "relations": n_relations, "clusters": clusters,
+             "distinct_name_words": len(words),
+             "aliases": sum(e.alias_of is not None for e in entities),
+             "types": {k: len(v) for k, v in by_type.items()},
+             "generate_s": round(time.perf_counter() - t0, 2)}
+    return SyntheticGraph(seed, entities, relations, clusters, stats)
+
+
+# -- embeddings --------------------------------------------------------------------------------
+def _unit(m: np.ndarray) -> np.ndarray:
+    return m / np.clip(np.linalg.norm(m, axis=1, keepdims=True), 1e-12, None)
+
+
+def cluster_centres(graph: SyntheticGraph) -> np.ndarray:
+    rng = np.random.default_rng([graph.seed, 0])
+    return _unit(rng.standard_normal((graph.clusters, DIM)))
+
+
+def entity_vectors(graph: SyntheticGraph, start: int, stop: int,
+                   centres: np.ndarray) -> np.ndarray:
+    """Unit vectors of entities ``start..stop`` (cluster centre + noise; deterministic)."""
+    rng = np.random.default_rng([graph.seed, 1, start])
+    cl = np.array([e.cluster for e in graph.entities[start:stop]])
+    noise = rng.standard_normal((stop - start, DIM)) * (0.9 / math.sqrt(DIM))
+    return _unit(centres[cl] + noise).astype(np.float32)
+
+
+def relation_vectors(graph: SyntheticGraph, start: int, stop: int,
+                     ent: np.ndarray) -> np.ndarray:
+    rng = np.random.default_rng([graph.seed, 2, start])
+    rel = graph.relations[start:stop]
+    s = np.array([r.subject for r in rel])
+    o = np.array([r.object for r in rel])
+    noise = rng.standard_normal((len(rel), DIM)) * (0.5 / math.sqrt(DIM))
+    return _unit(ent[s] + ent[o] + noise).astype(np.float32)
+
+
+# -- loading -----------------------------------------------------------------------------------
+# Indexes dropped before a bulk load and rebuilt after it (migrations 0001 and 0002).
+LOAD_INDEXES = {
+    "entities_embedding_hnsw":
+        "CREATE INDEX entities_embedding_hnsw ON entities USING hnsw (embedding vector_cosine_ops)",
+    "relations_embedding_hnsw":
+        "CREATE INDEX relations_embedding_hnsw ON relations USING hnsw "
+        "(embedding vector_cosine_ops)",
+    "entities_name_trgm": "CREATE INDEX entities_name_trgm ON entities USING gin "
+                          "(name gin_trgm_ops)",
+    "entities_summary_trgm": "CREATE INDEX entities_summary_trgm ON entities USING gin "
+                             "(summary gin_trgm_ops)",
+    "relations_fact_trgm": "CREATE INDEX relations_fact_trgm ON relations USING gin "
+                           "(fact gin_trgm_ops)",
+    "relations_predicate_trgm": "CREATE INDEX relations_predicate_trgm ON relations USING gin "
+                                "(predicate gin_trgm_ops)",
+    "entities_name_words_gin": "CREATE INDEX entities_name_words_gin ON entities USING gin "
+                               "(name_words)",
+    "entity_words_trgm": "CREATE INDEX entity_words_trgm ON entity_words USING gin "
+                         "(word gin_trgm_ops)",
+}
+
+
+def _chunks(graph: SyntheticGraph, store: KnowledgeStore, scope: str,
+            n_docs: int = 20, per_doc: int = 50) -> list[str]:
+    """A few documents whose chunks serve as provenance; returns the chunk ids."""
+    rng = random.Random(graph.seed + 7)
+    out: list[str] = []
+    for d in range(n_docs):
+        texts = [" ".join(r.fact for r in rng.sample(graph.relations,
+                                                     min(5, len(graph.relations))))
+                 + f" (part {d}.{c})" for c in range(per_doc)]
+        doc = DocumentIn(scope=scope, source="synthetic", uri=f"synthetic/doc-{d:03d}.md",
+                         content_hash=ids.content_hash("\n".join(texts)),
+                         title=f"Synthetic document {d}")
+        store.sync_document(doc, texts)
+        out.extend(cid for cid, _ in chunk_ids_for(doc.id, texts))
+    return out
+
+
+def _batches(n: int, size: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def load_graph(
+    store: KnowledgeStore, graph: SyntheticGraph, *, scope: str = SCOPE,
+    batch_size: int = 10_000, rebuild_indexes: bool = True, log: Any = None,
+) -> dict[str, float]:
+    """Write the graph through ``KnowledgeStore.write_graph`` (COPY), entities first.
+
+    With ``rebuild_indexes`` the HNSW and GIN indexes are dropped before the load and built
+    after it with ``maintenance_work_mem = 1GB`` and 2 parallel workers, then ANALYZE.
+    Returns seconds per phase.
+    """
+    say = log or (lambda *_: None)
+    times: dict[str, float] = {}
+    t0 = time.perf_counter()
+    if rebuild_indexes:
+        with store.transaction() as conn:
+            for name in LOAD_INDEXES:
+                conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+    chunks = _chunks(graph, store, scope)
+    times["documents_s"] = time.perf_counter() - t0
+    rng = random.Random(graph.seed + 11)
+    centres = cluster_centres(graph)
+    ent_vecs = np.zeros((len(graph.entities), DIM), dtype=np.float32)
+    ent_ids: list[str] = []
+    t1 = time.perf_counter()
+    for start, stop in _batches(len(graph.entities), batch_size):
+        vecs = entity_vectors(graph, start, stop, centres)
+        ent_vecs[start:stop] = vecs
+        batch = []
+        for e, v in zip(graph.entities[start:stop], vecs.tolist(), strict=True):
+            prov = tuple(rng.sample(chunks, 2 if rng.random() < 0.3 else 1))
+            batch.append(EntityIn(e.name, e.type, scope, e.summary,
+                                  round(0.6 + 0.4 * rng.random(), 3), v, prov))
+        ent_ids.extend(x.id for x in batch)
+        store.write_graph(batch, [])
+        say(f"entities {stop:,}/{len(graph.entities):,} "
+            f"({time.perf_counter() - t1:.0f} s)")
+    times["entities_s"] = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    for start, stop in _batches(len(graph.relations), batch_size):
+        vecs = relation_vectors(graph, start, stop, ent_vecs)
+        batch_r = [
+            RelationIn(ent_ids[r.subject], r.predicate, ent_ids[r.object], r.fact, scope,
+                       round(0.5 + 0.5 * rng.random(), 3), v, r.valid_at,
+                       chunk_ids=(rng.choice(chunks),))
+            for r, v in zip(graph.relations[start:stop], vecs.tolist(), strict=True)]
+        store.write_graph([], batch_r)
+        say(f"relations {stop:,}/{len(graph.relations):,} "
+            f"({time.perf_counter() - t2:.0f} s)")
+    times["relations_s"] = time.perf_counter() - t2
+    if rebuild_indexes:
+        times.update(rebuild(store, log=say))
+    t3 = time.perf_counter()
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table in ("entities", "relations", "entity_words", "entity_provenance",
+                      "relation_provenance", "chunks"):
+            conn.exec_driver_sql(f"ANALYZE {table}")
+    times["analyze_s"] = time.perf_counter() - t3
+    times["total_s"] = time.perf_counter() - t0
+    return {k: round(v, 2) for k, v in times.items()}
+
+
+def rebuild(store: KnowledgeStore, log: Any = None) -> dict[str, float]:
+    """(Re)create the load indexes with bulk-build settings; seconds per index."""
+    say = log or (lambda *_: None)
+    out: dict[str, float] = {}
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql("SET maintenance_work_mem = '1GB'")
+        conn.exec_driver_sql("SET max_parallel_maintenance_workers = 2")
+        conn.exec_driver_sql("SET statement_timeout = 0")
+        for name, ddl in LOAD_INDEXES.items():
+            t = time.perf_counter()
+            conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
+            conn.exec_driver_sql(ddl)
+            out[f"index_{name}_s"] = time.perf_counter() - t
+            say(f"index {name}: {out[f'index_{name}_s']:.1f} s")
+        conn.exec_driver_sql("RESET maintenance_work_mem")
+        conn.exec_driver_sql("RESET max_parallel_maintenance_workers")
+    return out
+
+
+# -- queries -----------------------------------------------------------------------------------
+_QUESTION = ["How does {a} relate to {b}?", "What does {a} use {b} for?",
+             "Is {a} connected to {b}?", "Explain the link between {a} and {b}"]
+_NAME_FORMS = ["{n}", "What is {n}?", "Tell me about {n}", "{n}"]
+_SUMMARY_FORMS = ["{w1} {w2}", "Which systems handle {t}?", "{t} in {d}",
+                  "tools for {t} and {t2}"]
+_PRONOUNCEABLE = "aeionrstl"
+
+
+def _distinctive_word(name: str) -> str:
+    words = [w.strip(".&") for w in name.split()]
+    words = [w for w in words if len(w) >= 4 and w not in ORG_SUFFIX and w not in TECH_WORD]
+    return max(words, key=len) if words else name.split()[0]
+
+
+def generate_queries(graph: SyntheticGraph, n: int = 240, seed: int | None = None
+                     ) -> list[BenchQuery]:
+    """``n`` queries spread evenly over :data:`QUERY_KINDS` (round robin), seeded."""
+    rng = random.Random(graph.seed + 1000 if seed is None else seed)
+    ents, rels = graph.entities, graph.relations
+    out: list[BenchQuery] = []
+    for i in range(n):
+        kind = QUERY_KINDS[i % len(QUERY_KINDS)]
+        e = rng.choice(ents)
+        if kind == "exact":
+            out.append(BenchQuery(kind, rng.choice(_NAME_FORMS).format(n=e.name), e.type))
+        elif kind == "typo":
+            words = e.name.split()
+            j = max(range(len(words)), key=lambda k: len(words[k]))
+            words[j] = typo(words[j], rng)
+            out.append(BenchQuery(kind, " ".join(words), e.type))
+        elif kind == "partial":
+            multi = [x for x in rng.sample(ents, 20) if len(x.name.split()) > 1] or [e]
+            out.append(BenchQuery(kind, _distinctive_word(multi[0].name), multi[0].type))
+        elif kind == "multiword":
+            r = rng.choice(rels) if rels else None
+            a, b = (ents[r.subject].name, ents[r.object].name) if r else (e.name, e.name)
+            out.append(BenchQuery(kind, rng.choice(_QUESTION).format(a=a, b=b), "relation"))
+        elif kind == "summary":
+            w1, w2 = rng.sample(CONCEPT_NOUN + ["data", "system", "pipeline", "platform"], 2)
+            t, t2 = rng.sample(TOPICS, 2)
+            out.append(BenchQuery(kind, rng.choice(_SUMMARY_FORMS).format(
+                w1=w1, w2=w2, t=t, t2=t2, d=rng.choice(DOMAINS)), "vocabulary"))
+        else:
+            if rng.random() < 0.5:
+                words = ["".join(rng.choice(string.ascii_lowercase)
+                                 for _ in range(rng.randint(5, 9)))
+                         for _ in range(rng.randint(1, 2))]
+                variant = "random-letters"
+            else:  # common trigrams, no real word: the LIKE worst case
+                words = ["".join(rng.choice(_PRONOUNCEABLE) for _ in range(rng.randint(6, 9)))
+                         for _ in range(rng.randint(1, 2))]
+                variant = "common-letters"
+            out.append(BenchQuery(kind, " ".join(words), variant))
+    return out

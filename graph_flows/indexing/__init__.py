@@ -1,0 +1,1 @@
+"""Indexing: load, clean, chunk, extract, validate and store documents."""

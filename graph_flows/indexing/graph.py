@@ -1,0 +1,62 @@
+"""The indexing graph: documents -> clean chunks -> extraction -> validation -> resolution ->
+embeddings -> PostgreSQL, one claimed batch at a time.
+
+    prepare -> sync_documents -> claim_batch -> extract -> validate -> resolve -> embed -> write
+                                      ^                                                  |
+                                      +--------------------------------------------------+
+
+``sync_documents`` stores each document version (unchanged documents add no work). The loop
+then claims pending chunks in batches (``FOR UPDATE SKIP LOCKED``, so several workers share
+them) and writes each batch's graph in the same transaction that marks its chunks completed:
+a run killed at any point loses at most its batch in flight, which is claimed again.
+
+Invoke with ``runner.run_indexing(inputs, IndexingContext(...))`` (it sets a recursion
+limit fit for thousands of batches) or ``graph.invoke(inputs, context=..., config=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+
+from graph_flows.indexing.context import IndexingContext
+from graph_flows.indexing.nodes import (
+    claim_batch,
+    embed,
+    extract,
+    prepare,
+    resolve,
+    sync_documents,
+    validate,
+    write,
+)
+from graph_flows.indexing.runner import RECURSION_LIMIT
+from graph_flows.indexing.state import IndexingState, InputState, OutputState
+
+
+# -- routers --------------------------------------------------------------------------------
+def after_sync(state: IndexingState) -> Literal["claim_batch", "__end__"]:
+    """Extract now, or stop after storing documents (workers will extract)."""
+    return "claim_batch" if state.get("extract", True) else END
+
+
+def after_claim(state: IndexingState) -> Literal["extract", "__end__"]:
+    """Another batch, or done when nothing is left to claim."""
+    return "extract" if state["batch"] else END
+
+
+# -- assembly -------------------------------------------------------------------------------
+builder = StateGraph(IndexingState, context_schema=IndexingContext,
+                     input_schema=InputState, output_schema=OutputState)
+for node in (prepare, sync_documents, claim_batch, extract, validate, resolve, embed, write):
+    builder.add_node(node)
+builder.add_edge(START, "prepare")
+builder.add_edge("prepare", "sync_documents")
+builder.add_conditional_edges("sync_documents", after_sync)
+builder.add_conditional_edges("claim_batch", after_claim)
+for a, b in (("extract", "validate"), ("validate", "resolve"), ("resolve", "embed"),
+             ("embed", "write"), ("write", "claim_batch")):
+    builder.add_edge(a, b)
+
+graph = builder.compile(name="indexing").with_config(recursion_limit=RECURSION_LIMIT)

@@ -1,0 +1,245 @@
+"""Entity resolution for one batch: the same thing from many chunks becomes one entity.
+
+1. **Exact**: mentions with the same normalised name (NFKC, casefold, single spaces) and
+   type in the same scope share their deterministic id (``ent_`` + sha256(name:type:scope)),
+   so they merge within the batch and with the store by id.
+2. **Near duplicates, same type only**: a new name whose *compact* form (letters and digits
+   only: "Postgre SQL" = "PostgreSQL" = "postgre-sql") or whose pg_trgm similarity (>=
+   ``threshold``) matches an earlier name of the batch or a stored entity is mapped onto that
+   entity's id. The earlier mention wins within a batch, the stored entity wins over a new
+   one, so the result does not depend on how chunks were batched (chunks are claimed in
+   document order). Names that match but have different types are never merged.
+3. Relations are re-pointed to the resolved ids; self-loops created by a merge are dropped.
+
+The longest description wins (within the batch here, against the store in the write step).
+Only entities and relations the store lacks, or whose text changes, are marked for
+embedding.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from storage import ids
+from storage.resolution import existing_entities, existing_relations, similar_entities
+
+_WORDS = re.compile(r"[^\W_]+")
+MIN_FUZZY_LEN = 4  # shorter names only merge exactly (trigrams of "Go" match too much)
+
+
+# -- name similarity, as pg_trgm computes it ------------------------------------------------
+def trigrams(name: str) -> frozenset[str]:
+    """pg_trgm's trigram set: lowercased words padded with two spaces before, one after."""
+    out: set[str] = set()
+    for word in _WORDS.findall(name.lower()):
+        padded = f"  {word} "
+        out.update(padded[i:i + 3] for i in range(len(padded) - 2))
+    return frozenset(out)
+
+
+def similarity(a: str, b: str) -> float:
+    """pg_trgm ``similarity(a, b)``: shared trigrams over all trigrams."""
+    ta, tb = trigrams(a), trigrams(b)
+    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
+
+
+def compact(name: str) -> str:
+    """Letters and digits only, casefolded: the spelling-variant key."""
+    return "".join(_WORDS.findall(unicodedata.normalize("NFKC", name).casefold()))
+
+
+def near_duplicate(a: str, b: str, threshold: float) -> bool:
+    """Same compact form, or trigram similarity >= threshold (names of 4+ characters)."""
+    if compact(a) == compact(b):
+        return True
+    return min(len(a), len(b)) >= MIN_FUZZY_LEN and similarity(a, b) >= threshold
+
+
+# -- grouping -------------------------------------------------------------------------------
+@dataclass
+class Group:
+    """Mentions resolved to one entity."""
+
+    name: str
+    type: str
+    scope: str
+    summary: str = ""
+    confidence: float = 0.0
+    chunk_ids: list[str] = field(default_factory=list)
+    variants: list[str] = field(default_factory=list)
+    stored_id: str | None = None
+    stored_summary: str | None = None
+    stored_has_embedding: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.stored_id or ids.entity_id(self.name, self.type, self.scope)
+
+    def absorb(self, name: str, summary: str, confidence: float, chunk_ids: Sequence[str]) -> None:
+        if name not in self.variants:
+            self.variants.append(name)
+        if len(summary) > len(self.summary):
+            self.summary = summary
+        self.confidence = max(self.confidence, confidence)
+        self.chunk_ids.extend(c for c in chunk_ids if c not in self.chunk_ids)
+
+
+@dataclass
+class Resolution:
+    """Result of resolving one batch (plain data, ready for the state)."""
+
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+    merges: list[dict[str, str]]
+    dropped: dict[str, dict[str, int]]  # chunk id -> reason -> count
+    relation_counts: dict[str, int]     # chunk id -> relations kept
+
+
+def group_mentions(validated: Sequence[dict[str, Any]], threshold: float) -> list[Group]:
+    """Exact then near-duplicate grouping of the batch's entity mentions (first one wins)."""
+    groups: list[Group] = []
+    by_key: dict[tuple[str, str, str], Group] = {}
+    for chunk in validated:
+        for ent in chunk["entities"]:
+            key = (chunk["scope"], ent["type"], ids.normalize_name(ent["name"]))
+            group = by_key.get(key)
+            if group is None:
+                group = next((g for g in groups if (g.scope, g.type) == key[:2]
+                              and near_duplicate(g.name, ent["name"], threshold)), None)
+            if group is None:
+                group = Group(ent["name"], ent["type"], chunk["scope"])
+                groups.append(group)
+            by_key[key] = group
+            group.absorb(ent["name"], ent.get("description") or "", ent["confidence"],
+                         [chunk["chunk_id"]])
+    return groups
+
+
+def match_store(store: Any, groups: Sequence[Group], threshold: float) -> None:
+    """Point groups at stored entities: exact id of any variant first, then near duplicates."""
+    variant_ids = {ids.entity_id(v, g.type, g.scope): g for g in groups for v in g.variants}
+    known = existing_entities(store.engine, list(variant_ids))
+    for group in groups:
+        hit = next((known[i] for i in (ids.entity_id(v, group.type, group.scope)
+                                       for v in group.variants) if i in known), None)
+        if hit:
+            group.name, group.stored_id = hit.name, hit.id
+            group.stored_summary, group.stored_has_embedding = hit.summary, hit.has_embedding
+    for scope in sorted({g.scope for g in groups}):
+        fresh = [g for g in groups if g.scope == scope and g.stored_id is None]
+        found = similar_entities(store.engine, scope, [(g.name, g.type) for g in fresh])
+        for group, candidates in zip(fresh, found, strict=True):
+            hit = next((c for c in candidates if any(
+                near_duplicate(v, c.name, threshold) for v in group.variants)), None)
+            if hit:
+                group.name, group.stored_id = hit.name, hit.id
+                group.stored_summary, group.stored_has_embedding = hit.summary, hit.has_embedding
+
+
+# -- relations ------------------------------------------------------------------------------
+def parse_date(value: str | None) -> datetime | None:
+    """``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` or full ISO 8601 as a UTC datetime; else None."""
+    if not value:
+        return None
+    value = value.strip()
+    for fmt in ("%Y", "%Y-%m", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(value, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def build_relations(
+    validated: Sequence[dict[str, Any]], id_of: dict[tuple[str, str, str], str],
+    dropped: dict[str, dict[str, int]], kept: dict[str, int],
+) -> list[dict[str, Any]]:
+    """Relations on resolved ids, merged by id (best confidence's fact, earliest date)."""
+    out: dict[str, dict[str, Any]] = {}
+    for chunk in validated:
+        cid, scope = chunk["chunk_id"], chunk["scope"]
+        types = {ids.normalize_name(e["name"]): e["type"] for e in chunk["entities"]}
+        for rel in chunk["relations"]:
+            ends = []
+            for name in (rel["subject"], rel["object"]):
+                norm = ids.normalize_name(name)
+                ends.append(id_of.get((scope, types.get(norm, ""), norm)))
+            reason = "unknown_endpoint" if None in ends else (
+                "self_loop_after_merge" if ends[0] == ends[1] else None)
+            if reason:
+                counts = dropped.setdefault(cid, {})
+                counts[reason] = counts.get(reason, 0) + 1
+                continue
+            kept[cid] = kept.get(cid, 0) + 1
+            rid = ids.relation_id(ends[0], rel["predicate"], ends[1])
+            when = parse_date(rel.get("valid_at"))
+            cur = out.get(rid)
+            if cur is None:
+                out[rid] = cur = {"id": rid, "subject_id": ends[0], "object_id": ends[1],
+                                  "predicate": rel["predicate"], "fact": rel["fact"],
+                                  "scope": scope, "confidence": rel["confidence"],
+                                  "valid_at": None, "chunk_ids": []}
+            elif rel["confidence"] > cur["confidence"]:
+                cur["fact"], cur["confidence"] = rel["fact"], rel["confidence"]
+            if when and (cur["valid_at"] is None or when.isoformat() < cur["valid_at"]):
+                cur["valid_at"] = when.isoformat()
+            if cid not in cur["chunk_ids"]:
+                cur["chunk_ids"].append(cid)
+    return list(out.values())
+
+
+# -- the batch ------------------------------------------------------------------------------
+def resolve_batch(store: Any, validated: Sequence[dict[str, Any]], threshold: float) -> Resolution:
+    """Resolve a batch's validated extractions against itself and the store."""
+    groups = group_mentions(validated, threshold)
+    match_store(store, groups, threshold)
+    by_id: dict[str, Group] = {}
+    id_of: dict[tuple[str, str, str], str] = {}
+    merges: list[dict[str, str]] = []
+    for group in groups:
+        target = by_id.setdefault(group.id, group)
+        if target is not group:  # two batch groups resolved onto one stored entity
+            target.absorb(group.name, group.summary, group.confidence, group.chunk_ids)
+            target.variants.extend(v for v in group.variants if v not in target.variants)
+        for variant in group.variants:
+            id_of[(group.scope, group.type, ids.normalize_name(variant))] = group.id
+            if ids.normalize_name(variant) != ids.normalize_name(target.name):
+                merges.append({"name": variant, "into": target.name, "type": group.type})
+    dropped: dict[str, dict[str, int]] = {}
+    kept: dict[str, int] = {}
+    relations = build_relations(validated, id_of, dropped, kept)
+    known = existing_relations(store.engine, [r["id"] for r in relations])
+    for rel in relations:
+        old = known.get(rel["id"])
+        rel["embed"] = old is None or not old.has_embedding or rel["confidence"] > old.confidence
+    return Resolution([_entity_row(g) for g in by_id.values()], relations,
+                      _unique(merges), dropped, kept)
+
+
+def _entity_row(g: Group) -> dict[str, Any]:
+    longer = g.stored_summary is not None and len(g.summary) > len(g.stored_summary)
+    summary = g.summary if g.stored_summary is None or longer else g.stored_summary
+    return {"id": g.id, "name": g.name, "type": g.type, "scope": g.scope, "summary": summary,
+            "confidence": g.confidence, "chunk_ids": list(g.chunk_ids),
+            "embed": g.stored_id is None or not g.stored_has_embedding or longer,
+            "longer_summary": longer}
+
+
+def _unique(merges: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for m in merges:
+        key = (m["name"], m["into"], m["type"])
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+    return out

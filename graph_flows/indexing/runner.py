@@ -1,0 +1,230 @@
+"""Resources of the indexing graph (store, embedder, extraction model) and ways to run it.
+
+**Resources.** Nodes never build clients. They call :func:`get_resources` with the run
+context; it takes settings, store and embedder from the shared process-wide
+:mod:`graph_flows.runtime` (built lazily from Settings, cached; nothing happens at import,
+so ``langgraph dev`` imports ``graph`` with no side effects) and adds the extraction model:
+the context's ``extraction_model``, else KRAG_EXTRACTION_MODEL / KRAG_CHAT_MODEL, built at
+temperature 0 without streaming, or ``None`` with a notice (no-LLM mode) when the model is
+``none`` or unreachable at start. The run context stays plain serialisable data.
+
+Tests and embedding applications use the same hook as the query graph::
+
+    from graph_flows.runtime import NO_LLM, Resources, use_resources
+
+    with use_resources(Resources(settings, store, embeddings, chat_override=fake_model)):
+        runner.run_indexing({"texts": ["..."]}, IndexingContext(concurrency=2))
+
+``chat_override=NO_LLM`` forces no-LLM mode; ``chat_override=None`` resolves the model from
+settings (e.g. the real Ollama client against a test server).
+
+**Running.** :func:`run_indexing` invokes the graph in this process. :func:`ingest` is what
+`krag ingest` uses: one worker runs the whole graph here; N workers first store the document
+versions here (``extract=False``), then start N ``krag ingest-worker`` processes that share
+the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database for
+the progress bar.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from graph_flows import runtime
+from graph_flows.indexing.context import IndexingContext
+from graph_flows.settings import Settings
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.language_models import BaseChatModel
+
+    from storage import KnowledgeStore
+
+RECURSION_LIMIT = 1_000_000  # six steps per batch; a large corpus has thousands of batches
+_lock = threading.Lock()
+_models: dict[tuple[str, str], tuple[Any, str | None]] = {}
+
+
+@dataclass
+class IndexingResources:
+    """What the nodes of one run use."""
+
+    settings: Settings
+    store: KnowledgeStore
+    embeddings: Embeddings
+    chat_model: BaseChatModel | None
+    model_spec: str
+    notice: str | None
+
+    @property
+    def llm_mode(self) -> bool:
+        return self.chat_model is not None
+
+
+def get_resources(ctx: IndexingContext | None = None) -> IndexingResources:
+    """Store, embedder and extraction model for a run (cached per process)."""
+    ctx = ctx or IndexingContext()
+    shared = runtime.get_resources()
+    settings = shared.settings
+    spec = ctx.extraction_model or settings.effective_extraction_model
+    override = shared.chat_override
+    if override is None:
+        chat, notice = _chat_for(settings, spec)
+    elif override == runtime.NO_LLM:
+        chat, notice = None, "Running in no-LLM mode (rule-based extractor)."
+    else:
+        chat, notice = override, None
+    return IndexingResources(settings, shared.store, shared.embeddings, chat,
+                             spec if chat is not None else "rules", notice)
+
+
+def _chat_for(settings: Settings, spec: str) -> tuple[BaseChatModel | None, str | None]:
+    """The extraction model (temperature 0, not streaming), or None + notice (no-LLM)."""
+    from graph_flows.providers import make_chat_model, resolve_chat_model
+
+    where = (settings.openai_base_url or "") if spec.startswith("openai:") \
+        else settings.ollama_host
+    key = (spec, where)
+    with _lock:
+        if key not in _models:
+            resolution = resolve_chat_model(settings, spec)
+            model = make_chat_model(spec, settings, temperature=0.0, streaming=False) \
+                if resolution.llm_mode else None
+            notice = None if model is not None else (
+                f"{resolution.notice} Extracting with the rule-based extractor.")
+            _models[key] = (model, notice)
+        return _models[key]
+
+
+def clear_model_cache() -> None:
+    """Forget cached extraction models (tests, or to re-probe after starting a server)."""
+    with _lock:
+        _models.clear()
+
+
+# -- running --------------------------------------------------------------------------------
+def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None) -> dict[str, Any]:
+    """Invoke the indexing graph in this process and return its output."""
+    from graph_flows.indexing.graph import graph
+
+    return graph.invoke(inputs, context=context or IndexingContext(),
+                        config={"recursion_limit": RECURSION_LIMIT})
+
+
+Progress = Callable[[dict[str, int]], None]
+
+
+def ingest(
+    inputs: dict[str, Any], context: IndexingContext, *, workers: int = 1,
+    on_progress: Progress | None = None, poll_s: float = 0.5,
+) -> dict[str, Any]:
+    """Run an ingest as `krag ingest` does (see the module docstring)."""
+    from graph_flows.indexing.nodes import run_sources
+
+    res = get_resources(context)
+    scope = inputs.get("scope") or res.settings.scope
+    sources = run_sources(inputs)
+    poller = _Poller(res.store, scope, sources, on_progress, poll_s) if on_progress else None
+    if poller:
+        poller.start()
+    try:
+        if workers <= 1:
+            return run_indexing(inputs, context)
+        out = run_indexing({**inputs, "extract": False}, context)
+        claim_source = sources[0] if len(sources) == 1 else None
+        for part in spawn_workers(workers, scope, claim_source, context):
+            out = merge_outputs(out, part)
+        return out
+    finally:
+        if poller:
+            poller.stop()
+
+
+def spawn_workers(
+    n: int, scope: str, source: str | None, context: IndexingContext
+) -> list[dict[str, Any]]:
+    """Run ``n`` `krag ingest-worker` processes to completion; their JSON outputs."""
+    cmd = [sys.executable, "-m", "graph_flows.cli", "ingest-worker", "--scope", scope,
+           "--context", json.dumps({k: v for k, v in asdict(context).items()
+                                    if k != "worker_id"})]
+    if source:
+        cmd += ["--source", source]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+    outputs = []
+    for proc in procs:
+        stdout, _ = proc.communicate()
+        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            outputs.append({"failures": [{"uri": f"worker pid {proc.pid}",
+                                          "reason": f"exited with code {proc.returncode}"}]})
+            continue
+        outputs.append(json.loads(lines[-1]))
+    return outputs
+
+
+def merge_outputs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Combine two run outputs: counters summed, lists concatenated, mode kept from ``a``."""
+    out = dict(a)
+    for key, value in b.items():
+        if isinstance(value, dict):
+            merged = dict(out.get(key) or {})
+            for k, v in value.items():
+                merged[k] = merged.get(k, 0) + v
+            out[key] = merged
+        elif isinstance(value, list):
+            out[key] = list(out.get(key) or []) + value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[key] = int(out.get(key) or 0) + value
+        else:
+            out.setdefault(key, value)
+    return out
+
+
+class _Poller:
+    """Background thread reporting chunk/graph progress of some sources from the database."""
+
+    def __init__(self, store: KnowledgeStore, scope: str, sources: Sequence[str],
+                 callback: Progress, interval: float) -> None:
+        self.store, self.scope, self.callback, self.interval = store, scope, callback, interval
+        self.sources = list(sources) or None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ingest-progress", daemon=True)
+        self._base_calls: int | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self.poll()  # final numbers
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+    def poll(self) -> None:
+        from storage.stats import source_stats
+
+        try:
+            rows = source_stats(self.store.engine, self.scope, self.sources)
+        except Exception:  # noqa: BLE001 - progress is best effort, the run reports errors
+            return
+        snap = {"total": 0, "completed": 0, "failed": 0, "pending": 0, "extracting": 0,
+                "entities": 0, "relations": 0, "llm_calls": 0}
+        for row in rows:
+            snap["total"] += row.total_chunks
+            for status, count in row.chunks.items():
+                snap[status] += count
+            snap["entities"] += row.entities
+            snap["relations"] += row.relations
+            snap["llm_calls"] += row.llm_calls
+        if self._base_calls is None:
+            self._base_calls = snap["llm_calls"]
+        snap["llm_calls"] -= self._base_calls
+        self.callback(snap)

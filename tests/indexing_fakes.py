@@ -1,0 +1,139 @@
+"""Scripted extraction models for the indexing tests and the indexing benchmark.
+
+- :class:`ScriptedChatModel`: an in-process fake chat model whose reply is computed from the
+  prompt by a ``responder`` (so replies follow the chunk, whatever the concurrency).
+- :class:`ContentLLMServer`: the wire-protocol :class:`~tests.llm_server.LLMServer` whose
+  chat replies are computed from the request body the same way (for subprocess runs).
+- :func:`catalogue_reply` (realistic LLM JSON for known entities found in the text) and
+  :func:`rules_reply` (JSON of the rule extractor: deterministic for any text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from tests.llm_server import LLMServer, RecordedRequest
+
+_DOC = re.compile(r"<document>\n?(.*?)\n?</document>", re.S)
+
+CATALOGUE = {
+    "PostgreSQL": ("technology", "Open-source relational database."),
+    "Michael Stonebraker": ("person", "Database researcher at UC Berkeley."),
+    "UC Berkeley": ("organization", "University of California, Berkeley."),
+    "Ingres": ("technology", "Relational database project at Berkeley."),
+    "MVCC": ("concept", "Multiversion concurrency control."),
+    "pgvector": ("technology", "PostgreSQL extension for vector search."),
+    "Andrew Kane": ("person", "Developer who created pgvector."),
+}
+CATALOGUE_RELATIONS = [
+    ("Michael Stonebraker", "relates_to", "PostgreSQL",
+     "Michael Stonebraker created PostgreSQL.", "1986"),
+    ("Michael Stonebraker", "part_of", "UC Berkeley",
+     "Michael Stonebraker worked at UC Berkeley.", None),
+    ("Michael Stonebraker", "relates_to", "Ingres", "Michael Stonebraker built Ingres.", "1973"),
+    ("PostgreSQL", "uses", "MVCC", "PostgreSQL uses MVCC.", None),
+    ("pgvector", "part_of", "PostgreSQL", "pgvector is an extension of PostgreSQL.", None),
+    ("Andrew Kane", "relates_to", "pgvector", "Andrew Kane created pgvector.", "2021"),
+]
+
+
+def document_of(messages: Sequence[BaseMessage]) -> str:
+    """The chunk text inside ``<document>`` of the prompt ('' when absent)."""
+    for message in messages:
+        if message.type == "system":
+            continue
+        match = _DOC.search(str(message.content))
+        if match:
+            return match.group(1)
+    return ""
+
+
+def catalogue_reply(text: str) -> str:
+    """Realistic extraction JSON: catalogue entities named in ``text`` and their relations."""
+    names = [n for n in CATALOGUE if n in text]
+    entities = [{"name": n, "type": CATALOGUE[n][0], "description": CATALOGUE[n][1],
+                 "confidence": 0.9} for n in names]
+    relations = [{"subject": s, "predicate": p, "object": o, "fact": f, "confidence": 0.85,
+                  "valid_at": v} for s, p, o, f, v in CATALOGUE_RELATIONS
+                 if s in names and o in names]
+    return json.dumps({"entities": entities, "relations": relations})
+
+
+def rules_reply(text: str) -> str:
+    """Extraction JSON produced by the rule extractor (deterministic for any text)."""
+    from graph_flows.indexing.rule_extractor import extract_rules
+
+    return extract_rules(text).model_dump_json()
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Fake chat model: ``responder(messages)`` gives each reply (str or AIMessage).
+
+    ``bind_tools`` returns self so ``with_structured_output`` works; every call is logged
+    in ``calls``; replies report token usage like a real provider; ``latency`` sleeps.
+    """
+
+    responder: Any = None
+    calls: list[list[BaseMessage]] = []
+    latency: float = 0.0
+    lock: Any = None
+
+    def __init__(self, responder: Callable[[list[BaseMessage]], str | AIMessage],
+                 latency: float = 0.0) -> None:
+        super().__init__(messages=iter(()), responder=responder, calls=[], latency=latency,
+                         lock=threading.Lock())
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        if self.latency:
+            time.sleep(self.latency)
+        with self.lock:
+            self.calls.append(list(messages))
+        reply = self.responder(list(messages))
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=reply, usage_metadata={
+                "input_tokens": 100, "output_tokens": len(reply.split()),
+                "total_tokens": 100 + len(reply.split())})
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    @classmethod
+    def per_document(cls, reply: Callable[[str], str], **kw: Any) -> ScriptedChatModel:
+        """A model answering ``reply(chunk text)``."""
+        return cls(lambda messages: reply(document_of(messages)), **kw)
+
+
+class ContentLLMServer(LLMServer):
+    """LLMServer whose chat replies are ``reply(chunk text of the request)``."""
+
+    def __init__(self, reply: Callable[[str], str] = rules_reply, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.reply = reply
+        self._local = threading.local()
+
+    def _record(self, req: RecordedRequest) -> None:
+        super()._record(req)
+        self._local.body = req.body
+
+    def _next_reply(self) -> str:
+        body = getattr(self._local, "body", None) or {}
+        text = ""
+        for message in body.get("messages", []):
+            if message.get("role") == "system":
+                continue
+            match = _DOC.search(str(message.get("content") or ""))
+            if match:
+                text = match.group(1)
+                break
+        return self.reply(text)
