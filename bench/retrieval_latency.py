@@ -94,13 +94,12 @@ def analysis_terms(query: str) -> tuple[list[str], list[str]]:
     return terms, predicates
 
 
-def search_config(timeout_ms: int = 5000) -> retrieval.SearchConfig:
-    """The node's SearchConfig for the default QueryContext and settings."""
+def search_config() -> retrieval.SearchConfig:
+    """The node's SearchConfig for the default QueryContext."""
     ctx = nodes._ctx(None)
     return retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
-        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
-        timeout_ms=timeout_ms)
+        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold)
 
 
 class HashEmbedder:
@@ -136,18 +135,14 @@ def run_ours(engine: Any, scope: str, query: BenchQuery, vector: list[float],
     terms, predicates = analysis_terms(query.text)
     t1 = time.perf_counter()
     found = retrieval.retrieve(engine, scope, terms, predicates, cfg, lambda: vector)
-    t2 = time.perf_counter()
-    if found.facts:
-        with engine.connect() as conn:
-            sources = search.fact_sources(conn, [f["id"] for f in found.facts])
-        for f in found.facts:
-            f["sources"] = sources.get(f["id"], [])
+    t2 = time.perf_counter()  # retrieve() now also attaches each fact's sources
     t3 = time.perf_counter()
     state = {"query": query.text, "scope": scope, "entities": found.entities,
              "facts": found.facts}
     ctx_out = nodes.build_context(state, None)
     t4 = time.perf_counter()
     m = found.metrics
+    got = {e["name"].casefold() for e in found.entities}
     return {
         "kind": query.kind, "variant": query.variant, "query": query.text, "terms": terms,
         "analyze_ms": (t1 - t0) * 1000, "retrieve_ms": (t2 - t1) * 1000,
@@ -158,6 +153,7 @@ def run_ours(engine: Any, scope: str, query: BenchQuery, vector: list[float],
         "fallback_entities": m["fallback"]["entities"], "fallback_facts": m["fallback"]["facts"],
         "entities": len(found.entities), "facts": len(found.facts),
         "mermaid_lines": ctx_out["mermaid"].count("\n") + 1,
+        "hit": all(t.casefold() in got for t in query.targets) if query.targets else None,
     }
 
 
@@ -183,13 +179,12 @@ def lit_fact_trigram(conn: Any, scope: str, q: str, limit: int) -> list[Any]:
 
 
 def literal_retrieve(engine: Any, scope: str, terms: Sequence[str],
-                     cfg: retrieval.SearchConfig, vector: list[float],
-                     timeout_ms: int = 60_000) -> dict[str, Any]:
+                     cfg: retrieval.SearchConfig, vector: list[float]) -> dict[str, Any]:
     """The seed's recipe: name ILIKE (60 %), `%` at 0.1 on name+summary (40 %) ordered by
     similarity; the same on fact text; HNSW when under half the limit; then endpoints.
     The four text methods run concurrently, as ours do."""
     t0 = time.perf_counter()
-    m = retrieval._Metrics(timeout_ms)
+    m = retrieval._Metrics()
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
     q = " ".join(terms)
@@ -292,6 +287,11 @@ def explain_report(engine: Any, scope: str, query: BenchQuery, vector: list[floa
 
 
 # -- the benchmark -----------------------------------------------------------------------------
+def _rate(hits: Sequence[bool | None]) -> float | None:
+    known = [h for h in hits if h is not None]
+    return round(sum(known) / len(known), 3) if known else None
+
+
 def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     methods = sorted({k for r in records for k in r["methods_ms"]})
     kinds = sorted({r["kind"] for r in records}, key=synthetic.QUERY_KINDS.index)
@@ -314,7 +314,8 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 "mean_entities": round(statistics.fmean(
                     [r["entities"] for r in records if r["kind"] == k]), 1),
                 "mean_facts": round(statistics.fmean(
-                    [r["facts"] for r in records if r["kind"] == k]), 1)}
+                    [r["facts"] for r in records if r["kind"] == k]), 1),
+                "hit_rate": _rate([r["hit"] for r in records if r["kind"] == k])}
             for k in kinds},
         "fallback": {"queries": sum(r["fallback"] for r in records),
                      "entities": sum(r["fallback_entities"] for r in records),
@@ -329,7 +330,7 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def benchmark(
     engine: Any, scope: str, queries: Sequence[BenchQuery], *, embedder: Any = None,
     literal_queries: int = 50, warmup: Sequence[BenchQuery] = (),
-    explain_path: Path | None = None, literal_timeout_ms: int = 60_000, log: Any = None,
+    explain_path: Path | None = None, log: Any = None,
 ) -> dict[str, Any]:
     """Run ours over ``queries`` (and the literal recipe over a stratified subset, paired
     with ours query by query); return the report dict."""
@@ -373,7 +374,7 @@ def benchmark(
         for n, i in enumerate(sorted(picked)):
             q, v = queries[i], vectors[i]
             terms, _ = analysis_terms(q.text)
-            lit = literal_retrieve(engine, scope, terms, cfg, v, literal_timeout_ms)
+            lit = literal_retrieve(engine, scope, terms, cfg, v)
             lit["kind"] = q.kind
             lit_rows.append(lit)
             paired.append(run_ours(engine, scope, q, v, cfg))
@@ -540,9 +541,10 @@ def markdown(rep: dict[str, Any]) -> str:
               "| method | n | p50 | p95 | p99 | mean results |", "|---|---|---|---|---|---|"]
     lines += [_row(k, v, v.get("mean_results", "")) for k, v in o["per_method_ms"].items()]
     lines += ["", "Per query kind (retrieve_knowledge ms):", "",
-              "| kind | n | p50 | p95 | p99 | fallback | mean entities | mean facts |",
-              "|---|---|---|---|---|---|---|---|"]
-    lines += [_row(k, v, v["fallback"], v["mean_entities"], v["mean_facts"])
+              "| kind | n | p50 | p95 | p99 | fallback | mean entities | mean facts "
+              "| target found |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [_row(k, v, v["fallback"], v["mean_entities"], v["mean_facts"],
+                   "–" if v["hit_rate"] is None else f"{v['hit_rate']:.0%}")
               for k, v in o["per_kind_ms"].items()]
     if "literal" in rep:
         lines += ["", "Literal recipe per method (ms):", "",
@@ -610,7 +612,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             embedder = MiniLMEmbeddings()
         args.out_dir.mkdir(parents=True, exist_ok=True)
-        rep = benchmark(store.engine, synthetic.SCOPE, queries, embedder=embedder,
+        rep = benchmark(store.search_engine(60_000), synthetic.SCOPE, queries, embedder=embedder,
                         literal_queries=args.literal_queries, warmup=warmup,
                         explain_path=None if args.no_explain
                         else args.out_dir / f"explain_{label}.txt", log=log)

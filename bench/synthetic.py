@@ -106,6 +106,8 @@ LOC_SUFFIX = _words("ton ville burg field ford haven port stad dale mouth bury w
 DOMAINS = _words("""
 data cloud healthcare finance logistics retail energy manufacturing research education security
 media telecom government transport""")
+# Two phrases keep a line break ("batch\nanalytics", "fraud\ndetection"), as text extracted
+# from PDFs often does; kept as generated so benchmark databases stay reproducible.
 TOPICS = _words("""
 data pipelines, stream processing, query optimisation, data storage, model training,
 knowledge graphs, access control, data quality, system monitoring, vector search, batch
@@ -164,9 +166,13 @@ class SyntheticGraph:
 
 @dataclass(frozen=True, slots=True)
 class BenchQuery:
+    """A query, its kind, a detail (entity type or no-match flavour) and the entity names a
+    good retrieval should return (exact, typo: the entity; multiword: both endpoints)."""
+
     kind: str
     text: str
     variant: str = ""
+    targets: tuple[str, ...] = ()
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -561,19 +567,21 @@ def generate_queries(graph: SyntheticGraph, n: int = 240, seed: int | None = Non
         kind = QUERY_KINDS[i % len(QUERY_KINDS)]
         e = rng.choice(ents)
         if kind == "exact":
-            out.append(BenchQuery(kind, rng.choice(_NAME_FORMS).format(n=e.name), e.type))
+            out.append(BenchQuery(kind, rng.choice(_NAME_FORMS).format(n=e.name), e.type,
+                                  (e.name,)))
         elif kind == "typo":
             words = e.name.split()
             j = max(range(len(words)), key=lambda k: len(words[k]))
             words[j] = typo(words[j], rng)
-            out.append(BenchQuery(kind, " ".join(words), e.type))
+            out.append(BenchQuery(kind, " ".join(words), e.type, (e.name,)))
         elif kind == "partial":
             multi = [x for x in rng.sample(ents, 20) if len(x.name.split()) > 1] or [e]
             out.append(BenchQuery(kind, _distinctive_word(multi[0].name), multi[0].type))
         elif kind == "multiword":
             r = rng.choice(rels) if rels else None
             a, b = (ents[r.subject].name, ents[r.object].name) if r else (e.name, e.name)
-            out.append(BenchQuery(kind, rng.choice(_QUESTION).format(a=a, b=b), "relation"))
+            out.append(BenchQuery(kind, rng.choice(_QUESTION).format(a=a, b=b), "relation",
+                                  (a, b)))
         elif kind == "summary":
             w1, w2 = rng.sample(CONCEPT_NOUN + ["data", "system", "pipeline", "platform"], 2)
             t, t2 = rng.sample(TOPICS, 2)
@@ -590,4 +598,4 @@ def generate_queries(graph: SyntheticGraph, n: int = 240, seed: int | None = Non
                          for _ in range(rng.randint(1, 2))]
                 variant = "common-letters"
             out.append(BenchQuery(kind, " ".join(words), variant))
-    return out
+    return [BenchQuery(q.kind, " ".join(q.text.split()), q.variant, q.targets) for q in out]

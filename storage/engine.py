@@ -39,7 +39,8 @@ def mask_password(url: str) -> str:
 
 
 def make_engine(
-    url: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None
+    url: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None,
+    pre_ping: bool = True,
 ) -> Engine:
     """A pooled engine; raises :class:`DatabaseUnavailableError` if the server is unreachable."""
     options = _SESSION_OPTIONS
@@ -49,7 +50,7 @@ def make_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         pool_timeout=30,
         connect_args={"options": options, "connect_timeout": 10},
     )

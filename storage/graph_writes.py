@@ -11,18 +11,25 @@ from storage.ids import normalize_name
 from storage.models import EntityIn, RelationIn
 
 _ENTITY_UPSERT = """
-INSERT INTO entities AS e (id, scope, name, normalized_name, type, summary, confidence, embedding)
-SELECT DISTINCT ON (id) id, scope, name, normalized_name, type, summary, confidence,
-       embedding::vector
-FROM stage_entities
-ORDER BY id, confidence DESC, length(summary) DESC
-ON CONFLICT (id) DO UPDATE SET
-    confidence = GREATEST(e.confidence, EXCLUDED.confidence),
-    summary = CASE WHEN e.summary = '' THEN EXCLUDED.summary ELSE e.summary END,
-    embedding = CASE WHEN e.summary = '' AND EXCLUDED.summary <> ''
-                     THEN COALESCE(EXCLUDED.embedding, e.embedding)
-                     ELSE COALESCE(e.embedding, EXCLUDED.embedding) END,
-    updated_at = now()
+WITH up AS (
+    INSERT INTO entities AS e (id, scope, name, normalized_name, type, summary, confidence,
+                               embedding)
+    SELECT DISTINCT ON (id) id, scope, name, normalized_name, type, summary, confidence,
+           embedding::vector
+    FROM stage_entities
+    ORDER BY id, confidence DESC, length(summary) DESC
+    ON CONFLICT (id) DO UPDATE SET
+        confidence = GREATEST(e.confidence, EXCLUDED.confidence),
+        summary = CASE WHEN e.summary = '' THEN EXCLUDED.summary ELSE e.summary END,
+        embedding = CASE WHEN e.summary = '' AND EXCLUDED.summary <> ''
+                         THEN COALESCE(EXCLUDED.embedding, e.embedding)
+                         ELSE COALESCE(e.embedding, EXCLUDED.embedding) END,
+        updated_at = now()
+    RETURNING e.name_words, (xmax = 0) AS inserted
+)
+INSERT INTO entity_words AS w (word, n)
+SELECT word, count(*) FROM up, unnest(up.name_words) AS word WHERE up.inserted GROUP BY word
+ON CONFLICT (word) DO UPDATE SET n = w.n + EXCLUDED.n
 """
 
 _RELATION_UPSERT = """
@@ -58,9 +65,6 @@ def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
           ("id", "scope", "name", "normalized_name", "type", "summary", "confidence",
            "embedding"), rows)
     conn.execute(text(_ENTITY_UPSERT))
-    conn.execute(text(
-        "INSERT INTO entity_words (word) SELECT DISTINCT unnest(regexp_split_to_array("
-        "normalized_name, '\\s+')) FROM stage_entities ON CONFLICT DO NOTHING"))
     prov = {(e.id, c) for e in entities for c in e.chunk_ids}
     _insert_provenance(conn, "entity_provenance", "entity_id", prov)
     return len(rows)

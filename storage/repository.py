@@ -51,6 +51,7 @@ class KnowledgeStore:
         self.engine = engine
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
+        self._search_engines: dict[int, Engine] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -75,7 +76,21 @@ class KnowledgeStore:
         return cls(engine, embedding_model, embedding_dim)
 
     def close(self) -> None:
+        for engine in self._search_engines.values():
+            engine.dispose()
         self.engine.dispose()
+
+    def search_engine(self, timeout_ms: int) -> Engine:
+        """A second pool for read-only searches: ``statement_timeout`` set on each connection
+        (no extra round trip per query) and no pre-ping (callers retry a dead connection)."""
+        engine = self._search_engines.get(timeout_ms)
+        if engine is None:
+            engine = make_engine(
+                self.engine.url.render_as_string(hide_password=False),
+                pool_size=self.engine.pool.size(), statement_timeout_ms=timeout_ms,
+                pre_ping=False)
+            self._search_engines[timeout_ms] = engine
+        return engine
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:

@@ -2,7 +2,7 @@
 
 Methods (see docs/BENCHMARKS.md for how they differ from the literal seed recipe):
 
-- ``entity_exact`` / ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE``
+- ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE``
   substring hits (GIN trigram), user text escaped so ``%`` and ``_`` match literally;
 - ``entity_fuzzy``: typo-tolerant name hits: each query word -> nearest words used in entity
   names (trigram, GIN on ``entity_words``) -> entities whose name has one of them (GIN on
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 
 from storage.bulk import vector_literal
+from storage.ids import normalize_name
 from storage.models import Entity, Fact
 from storage.text_match import contains_pattern
 
@@ -28,6 +29,8 @@ _E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
 _F = ("r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at, "
       "r.invalid_at")
 MIN_LIKE_CHARS = 3
+# word_similarity() on long fact text is the cost of fact ranking: bound candidates x terms.
+SIMILARITY_TERMS = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +70,7 @@ def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:
 
 
 def entity_exact(conn: Connection, scope: str, names: Sequence[str]) -> list[EntityHit]:
+    """Entities whose normalised name is one of ``names`` (already normalised)."""
     rows = conn.execute(text(
         f"SELECT {_E} FROM entities e WHERE e.scope = :s AND e.normalized_name = ANY(:n) "
         "ORDER BY e.confidence DESC LIMIT 50"), {"s": scope, "n": list(names)}).all()
@@ -76,13 +80,18 @@ def entity_exact(conn: Connection, scope: str, names: Sequence[str]) -> list[Ent
 def entity_like(
     conn: Connection, scope: str, terms: Sequence[str], limit: int
 ) -> list[EntityHit]:
+    """Exact normalised names first (b-tree), then ``name ILIKE`` substring hits (GIN
+    trigram), in one statement."""
     clause, params = _ilike_any("e.name", terms)
-    if not clause or limit <= 0:
-        return []
+    norms = [normalize_name(t) for t in terms]
+    like = (f"UNION ALL (SELECT {_E}, 0.9 AS sim FROM entities e "
+            f"WHERE e.scope = :s AND {clause} LIMIT :n)") if clause and limit > 0 else ""
     rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND {clause} LIMIT :n"),
-        {"s": scope, "n": limit, **params}).all()
-    return [EntityHit(_entity(r), "like", "name", 0.9) for r in rows]
+        f"(SELECT {_E}, 1.0 AS sim FROM entities e WHERE e.scope = :s "
+        f"AND e.normalized_name = ANY(:norms) ORDER BY e.confidence DESC LIMIT 50) {like}"),
+        {"s": scope, "n": limit, "norms": norms, **params}).all()
+    hits = [EntityHit(_entity(r), "like", "name", float(r.sim)) for r in rows]
+    return sorted(hits, key=lambda h: -h.similarity)
 
 
 def entity_summary(
@@ -98,13 +107,17 @@ def entity_summary(
 
 
 _FUZZY = f"""
-WITH near AS (
-    SELECT DISTINCT w.word
-    FROM unnest(CAST(:words AS text[])) AS q(word),
-    LATERAL (SELECT word FROM entity_words WHERE word % q.word
-             ORDER BY similarity(word, q.word) DESC LIMIT :per_word) AS w
+WITH qw AS (
+    SELECT q.word FROM unnest(CAST(:words AS text[])) AS q(word)
+    WHERE NOT EXISTS (SELECT 1 FROM entity_words x WHERE x.word = q.word)
 ),
-cand AS (
+near AS (
+    SELECT DISTINCT w.word
+    FROM qw, LATERAL (SELECT word FROM entity_words
+                      WHERE word % qw.word AND n <= :max_n
+                      ORDER BY similarity(word, qw.word) DESC LIMIT :per_word) AS w
+),
+cand AS MATERIALIZED (
     SELECT {_E},
            (SELECT max(similarity(e.name, t)) FROM unnest(CAST(:terms AS text[])) AS t) AS sim
     FROM entities e
@@ -113,17 +126,27 @@ cand AS (
 SELECT * FROM cand e WHERE e.sim > :threshold ORDER BY e.sim DESC, e.confidence DESC LIMIT :n
 """
 
+# Near-word lookup threshold: a typo shares most trigrams with the word it misspells; at the
+# connection default (0.1) nearly every word in entity_words would be a GIN candidate.
+NEAR_WORD_SIMILARITY = 0.3
+# Words used by more names than this are left to the LIKE step (see migration 0003).
+MAX_WORD_FREQUENCY = 1000
+
 
 def entity_fuzzy(
     conn: Connection, scope: str, terms: Sequence[str], limit: int,
     threshold: float = 0.1, per_word: int = 5,
 ) -> list[EntityHit]:
+    """Typo-tolerant name hits: only query words that are not already name words (those are
+    exact hits for the LIKE step) are expanded to their nearest name words."""
     words = sorted({w for t in terms for w in t.casefold().split() if len(w) >= 3})
     if not words or limit <= 0:
         return []
+    conn.exec_driver_sql(
+        f"SET LOCAL pg_trgm.similarity_threshold = {NEAR_WORD_SIMILARITY}")
     rows = conn.execute(text(_FUZZY), {
         "words": words, "terms": [t.casefold() for t in terms], "s": scope, "n": limit,
-        "threshold": threshold, "per_word": per_word}).all()
+        "threshold": threshold, "per_word": per_word, "max_n": MAX_WORD_FREQUENCY}).all()
     return [EntityHit(_entity(r), "trigram", "name", float(r.sim)) for r in rows]
 
 
@@ -151,14 +174,19 @@ def fact_like(conn: Connection, scope: str, terms: Sequence[str], limit: int) ->
 
 
 _BY_ENDPOINTS = f"""
-SELECT {_F},
-       (SELECT coalesce(max(word_similarity(t, r.fact)), 0)
-          FROM unnest(CAST(:terms AS text[])) AS t) AS sim,
-       (r.subject_id = ANY(:ids))::int + (r.object_id = ANY(:ids))::int AS ends,
-       (r.predicate = ANY(:predicates)) AS pred
-FROM relations r
-WHERE r.scope = :s AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
-ORDER BY ends DESC, pred DESC, sim DESC, r.confidence DESC
+WITH cand AS MATERIALIZED (
+    SELECT {_F},
+           (r.subject_id = ANY(:ids))::int + (r.object_id = ANY(:ids))::int AS ends,
+           (r.predicate = ANY(:predicates)) AS pred
+    FROM relations r
+    WHERE r.scope = :s AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
+    ORDER BY ends DESC, pred DESC, r.confidence DESC
+    LIMIT :pool
+)
+SELECT c.*, (SELECT coalesce(max(word_similarity(t, c.fact)), 0)
+               FROM unnest(CAST(:terms AS text[])) AS t) AS sim
+FROM cand c
+ORDER BY c.ends DESC, c.pred DESC, sim DESC, c.confidence DESC
 LIMIT :n
 """
 
@@ -170,8 +198,8 @@ def fact_by_endpoints(
     if not entity_ids or limit <= 0:
         return []
     rows = conn.execute(text(_BY_ENDPOINTS), {
-        "s": scope, "ids": list(entity_ids), "terms": list(terms) or [""],
-        "predicates": list(predicates), "n": limit}).all()
+        "s": scope, "ids": list(entity_ids), "terms": list(terms)[:SIMILARITY_TERMS] or [""],
+        "predicates": list(predicates), "n": limit, "pool": limit * 2}).all()
     return [FactHit(_fact(r), "trigram", float(r.sim)) for r in rows]
 
 

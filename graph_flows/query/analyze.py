@@ -79,11 +79,14 @@ def heuristic_analysis(query: str, hints: list[str]) -> dict[str, Any]:
     entities: list[str] = [m.strip() for m in _QUOTED.findall(query)]
     rest = _QUOTED.sub(" ", query)
     for match in _CAPITALISED.findall(rest):
-        entities.append(match.strip(" .'’-"))
+        words = match.strip(" .'’-").split()
+        while words and words[0].casefold() in _STOPWORDS:  # "Is Harris Corp" -> "Harris Corp"
+            words.pop(0)
+        if len(words) > 1 or (words and words[0].casefold() not in _STOPWORDS):
+            entities.append(" ".join(words))
     rest = _CAPITALISED.sub(" ", rest)
     keywords = [w for w in _WORD.findall(rest) if w.casefold() not in _STOPWORDS
                 and (len(w) > 2 or w.isupper())]
-    # a single capitalised word (not sentence-initial filler) is likely a name too
     return {"entities": _dedupe(hints + entities), "keywords": _dedupe(keywords),
             "intent": intent_from_cues(query), "method": "heuristic"}
 

@@ -68,15 +68,10 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
                          if w in _RELATION_WORDS})
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
-        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
-        timeout_ms=int(res.settings.search_timeout_s * 1000))
-    found = retrieval.retrieve(res.store.engine, state["scope"], terms, predicates, cfg,
+        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold)
+    engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
+    found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,
                                lambda: res.embeddings.embed_query(state["query"]))
-    if found.facts:
-        with res.store.engine.connect() as conn:
-            sources = search.fact_sources(conn, [f["id"] for f in found.facts])
-        for f in found.facts:
-            f["sources"] = sources.get(f["id"], [])
     errors = [f"search method {name} failed and was skipped: {msg}"
               for name, msg in found.metrics["errors"].items()]
     return {"entities": found.entities, "facts": found.facts,

@@ -14,10 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
+
 from graph_flows.query import scoring
 from storage import search
-from storage.ids import normalize_name
 
+# Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
 
 
@@ -28,7 +30,6 @@ class SearchConfig:
     like_share: float = 0.6
     fallback_ratio: float = 0.5
     trigram_threshold: float = 0.1
-    timeout_ms: int = 5000
 
 
 @dataclass
@@ -39,8 +40,7 @@ class Retrieved:
 
 
 class _Metrics:
-    def __init__(self, timeout_ms: int = 5000) -> None:
-        self.timeout_ms = int(timeout_ms)
+    def __init__(self) -> None:
         self.ms: dict[str, float] = {}
         self.results: dict[str, int] = {}
         self.errors: dict[str, str] = {}
@@ -48,9 +48,7 @@ class _Metrics:
     def run(self, engine: Any, name: str, fn: Callable[..., list], *args: Any) -> list:
         start = time.perf_counter()
         try:
-            with engine.connect() as conn:
-                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {self.timeout_ms}")
-                out = fn(conn, *args)
+            out = _with_retry(engine, fn, args)
         except Exception as exc:  # degrade: report the method, keep the others
             self.errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             out = []
@@ -59,18 +57,28 @@ class _Metrics:
         return out
 
 
+def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
+    """Run on a pooled connection; a connection the server dropped is replaced once."""
+    for attempt in (1, 2):
+        try:
+            with engine.connect() as conn:
+                return fn(conn, *args)
+        except DBAPIError as exc:
+            if attempt == 2 or not exc.connection_invalidated:
+                raise
+    raise AssertionError("unreachable")
+
+
 def retrieve(
     engine: Any, scope: str, terms: Sequence[str], predicates: Sequence[str],
     cfg: SearchConfig, embed_query: Callable[[], list[float]],
 ) -> Retrieved:
     """All retrieval for one query. ``embed_query`` is only called when a fallback runs."""
     t0 = time.perf_counter()
-    m = _Metrics(cfg.timeout_ms)
+    m = _Metrics()
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
-    norms = [normalize_name(t) for t in terms]
     jobs = {
-        "entity_exact": (search.entity_exact, scope, norms),
         "entity_like": (search.entity_like, scope, terms, e_like),
         "entity_trigram": (search.entity_fuzzy, scope, terms, e_trgm, cfg.trigram_threshold),
         "entity_summary": (search.entity_summary, scope, terms, e_trgm),
@@ -89,7 +97,7 @@ def retrieve(
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     ids = list(entities)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
-                    predicates, f_trgm + f_like)
+                    predicates, 2 * f_trgm)
     facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm)
     fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
     if fallback_f:
@@ -105,6 +113,10 @@ def retrieve(
                "fact_trigram": f_trgm},
         total_ms=round((time.perf_counter() - t0) * 1000, 2))
     return result
+
+
+def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
+    return list(search.fact_sources(conn, fact_ids).items())
 
 
 def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] | None:
@@ -145,7 +157,7 @@ def _add_entity_hits(out: dict[str, dict], hits: list[search.EntityHit], new_max
 def _merge_entities(got: dict[str, list], like_n: int, trgm_n: int) -> dict[str, dict]:
     """LIKE hits (exact names first) fill the LIKE share, trigram hits their own share."""
     out: dict[str, dict] = {}
-    _add_entity_hits(out, got["entity_exact"] + got["entity_like"], like_n)
+    _add_entity_hits(out, got["entity_like"], like_n)
     _add_entity_hits(out, got["entity_trigram"] + got["entity_summary"], trgm_n)
     return out
 
@@ -178,9 +190,13 @@ def _merge_facts(like: list, by_ends: list, like_n: int, trgm_n: int) -> dict[st
 
 def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -> Retrieved:
     missing = {f[k] for f in facts.values() for k in ("subject_id", "object_id")} - set(entities)
-    endpoints = m.run(engine, "endpoints", search.entities_by_ids, scope, sorted(missing))
-    known = {e.id: e for e in endpoints}
+    ends = _POOL.submit(m.run, engine, "endpoints", search.entities_by_ids, scope,
+                        sorted(missing))
+    srcs = _POOL.submit(m.run, engine, "fact_sources", _sources, sorted(facts))
+    known = {e.id: e for e in ends.result()}
+    sources = dict(srcs.result())
     for f in list(facts.values()):  # every fact keeps both ends
+        f["sources"] = sources.get(f["id"], [])
         for key in ("subject_id", "object_id"):
             if f[key] not in entities and f[key] not in known:
                 facts.pop(f["id"], None)
