@@ -1,7 +1,8 @@
 """End to end in real headless Chromium: the app on a free port against a seeded database.
 
 Skips (with the reason printed) only where /usr/bin/chromium or the locally installed
-mermaid.js (``make setup``, needs npm) is missing. Writes docs/screenshot-chat.png.
+mermaid.js (``make setup``, needs npm) is missing. Takes a screenshot of the chat; with
+KRAG_UPDATE_SCREENSHOT=1 it replaces the README's docs/screenshot-chat.png.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 MERMAID_JS = ROOT / "ui" / "static" / "mermaid" / "mermaid.min.js"
-SCREENSHOT = ROOT / "docs" / "screenshot-chat.png"
+README_SCREENSHOT = ROOT / "docs" / "screenshot-chat.png"
 HOSTILE = "<img src=x onerror=alert(1)>Evil"
 CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -112,7 +113,9 @@ def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
         log.close()
 
 
-def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(app_url: str) -> None:
+def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
+    app_url: str, tmp_path: Path
+) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     dialogs: list[str] = []
@@ -145,8 +148,10 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(app_url: str) -
             page.wait_for_timeout(800)  # let the expander animation settle
             page.get_by_text("Sources (").click()
             page.wait_for_timeout(800)
-            SCREENSHOT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=True)
+            shot = (README_SCREENSHOT if os.environ.get("KRAG_UPDATE_SCREENSHOT") == "1"
+                    else tmp_path / "screenshot-chat.png")
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
         finally:
             browser.close()
     assert dialogs == [], f"a dialog fired: {dialogs}"
