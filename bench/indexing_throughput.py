@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -113,6 +114,32 @@ def stub_reply(vocab: dict[str, str]) -> Any:
 
 
 # -- infrastructure -------------------------------------------------------------------------
+def _serve_stub(latency: float, n_chunks: int, queue: Any, stop: Any) -> None:
+    """Child process: the stub LLM server (its CPU use stays out of the measured process)."""
+    vocab = vocabulary(random.Random(7))
+    with ContentLLMServer(reply=stub_reply(vocab), latency=latency) as server:
+        queue.put(server.openai_url)
+        stop.wait()
+
+
+class StubServer:
+    """The wire-protocol stub LLM in a separate process."""
+
+    def __init__(self, latency: float, n_chunks: int) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._queue, self._stop = ctx.Queue(), ctx.Event()
+        self._proc = ctx.Process(target=_serve_stub, args=(latency, n_chunks, self._queue,
+                                                           self._stop), daemon=True)
+
+    def __enter__(self) -> str:
+        self._proc.start()
+        return str(self._queue.get(timeout=60))
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._proc.join(10)
+
+
 class Databases:
     """Fresh databases on the embedded cluster (or KRAG_BENCH_DATABASE_URL)."""
 
@@ -160,72 +187,76 @@ class RssSampler:
 
 
 def timed_run(store: KnowledgeStore, chat: Any, embeddings: Any, corpus: Path,
-              ctx: IndexingContext, settings: Settings) -> tuple[dict[str, Any], float]:
+              ctx: IndexingContext, settings: Settings,
+              defer_index: bool) -> tuple[dict[str, Any], float]:
     with use_resources(Resources(settings, store, embeddings, chat_override=chat)):
         start = time.monotonic()
-        out = runner.run_indexing({"paths": [str(corpus)]}, ctx)
+        out = runner.ingest({"paths": [str(corpus)]}, ctx, defer_index=defer_index)
         return out, time.monotonic() - start
+
+
+def embedder(name: str) -> Any:
+    if name == "hash":
+        return DeterministicFakeEmbedding(size=384)
+    from graph_flows.embeddings import MiniLMEmbeddings
+
+    emb = MiniLMEmbeddings()
+    emb.embed_query("warm up")
+    return emb
 
 
 # -- the two measurements -------------------------------------------------------------------
 def llm_concurrency(dbs: Databases, work: Path, n_chunks: int, latency: float,
-                    minilm: bool) -> list[dict[str, Any]]:
+                    minilm: bool, levels: list[int]) -> list[dict[str, Any]]:
     corpus = work / "llm-corpus"
-    vocab = write_corpus(corpus, n_chunks)
+    write_corpus(corpus, n_chunks)
     rows = []
-    cases = [(c, "hash") for c in (1, 4, 8)] + ([(8, "minilm")] if minilm else [])
-    with ContentLLMServer(reply=stub_reply(vocab), latency=latency) as server:
-        settings = Settings(_env_file=None, openai_base_url=server.openai_url,
+    top = max(levels)
+    cases = [(c, "hash", True) for c in levels] + [(top, "hash", False)]
+    if minilm:
+        cases.append((top, "minilm", True))
+    with StubServer(latency, n_chunks) as openai_url:
+        settings = Settings(_env_file=None, openai_base_url=openai_url,
                             openai_api_key="bench", chat_model="openai:stub")
         chat = make_chat_model("openai:stub", settings, temperature=0.0, streaming=False)
-        for concurrency, emb_name in cases:
+        for concurrency, emb_name, defer in cases:
             store = dbs.fresh()
-            emb = DeterministicFakeEmbedding(size=384) if emb_name == "hash" else None
-            if emb is None:
-                from graph_flows.embeddings import MiniLMEmbeddings
-
-                emb = MiniLMEmbeddings()
-                emb.embed_query("warm up")
             ctx = IndexingContext(concurrency=concurrency, batch_size=max(16, 4 * concurrency))
-            out, secs = timed_run(store, chat, emb, corpus, ctx, settings)
+            out, secs = timed_run(store, chat, embedder(emb_name), corpus, ctx, settings, defer)
             done = out["chunks"]["completed"]
             rate = done / secs
             ideal = concurrency / latency
-            rows.append({"concurrency": concurrency, "embedder": emb_name, "chunks": done,
-                         "seconds": round(secs, 2), "chunks_per_s": round(rate, 2),
-                         "ideal_per_s": round(ideal, 2), "pct_of_ideal": round(100 * rate / ideal),
+            rows.append({"concurrency": concurrency, "embedder": emb_name, "defer_index": defer,
+                         "chunks": done, "seconds": round(secs, 2),
+                         "chunks_per_s": round(rate, 2), "ideal_per_s": round(ideal, 2),
+                         "pct_of_ideal": round(100 * rate / ideal),
                          "llm_calls_per_chunk": round(out["llm"]["calls"] / max(done, 1), 3)})
             print(json.dumps(rows[-1]), flush=True)
             store.close()
     return rows
 
 
-def pipeline(dbs: Databases, work: Path, n_chunks: int, embedder: str) -> dict[str, Any]:
+def pipeline(dbs: Databases, work: Path, n_chunks: int, emb_name: str,
+             defer: bool) -> dict[str, Any]:
     corpus = work / f"pipeline-corpus-{n_chunks}"
     vocab = write_corpus(corpus, n_chunks)
-    chat = ScriptedChatModel.per_document(stub_reply(vocab))
-    if embedder == "minilm":
-        from graph_flows.embeddings import MiniLMEmbeddings
-
-        emb: Any = MiniLMEmbeddings()
-        emb.embed_query("warm up")
-    else:
-        emb = DeterministicFakeEmbedding(size=384)
+    chat = ScriptedChatModel.per_document(stub_reply(vocab), record=False)
+    emb = embedder(emb_name)
     store = dbs.fresh()
     with RssSampler() as rss:
         out, secs = timed_run(store, chat, emb, corpus, IndexingContext(concurrency=2),
-                              Settings(_env_file=None))
+                              Settings(_env_file=None), defer)
     counts = store.counts()
     store.close()
     samples = [r for _, r in rss.samples] or [psutil.Process().memory_info().rss]
     quarter = [rss.mib(samples[min(len(samples) - 1, int(len(samples) * q))])
                for q in (0.25, 0.5, 0.75, 0.99)]
-    row = {"embedder": embedder, "chunks": out["chunks"]["completed"],
-           "seconds": round(secs, 1), "chunks_per_s": round(out["chunks"]["completed"] / secs, 1),
+    done = out["chunks"]["completed"]
+    row = {"embedder": emb_name, "defer_index": defer, "chunks": done,
+           "seconds": round(secs, 1), "chunks_per_s": round(done / secs, 1),
            "entities": counts["entities"], "relations": counts["relations"],
            "peak_rss_mib": rss.mib(max(samples)), "rss_at_25_50_75_100_pct_mib": quarter,
-           "llm_calls_per_chunk": round(out["llm"]["calls"] / max(out["chunks"]["completed"], 1),
-                                        3)}
+           "llm_calls_per_chunk": round(out["llm"]["calls"] / max(done, 1), 3)}
     print(json.dumps(row), flush=True)
     return row
 
@@ -236,8 +267,11 @@ def main() -> None:
     parser.add_argument("--llm-chunks", type=int, default=64, help="corpus size per LLM run")
     parser.add_argument("--latency", type=float, default=0.2, help="stub LLM latency (s)")
     parser.add_argument("--minilm", action="store_true", help="LLM row with MiniLM too")
+    parser.add_argument("--levels", default="1,4,8", help="concurrency levels")
     parser.add_argument("--skip-llm", action="store_true")
     parser.add_argument("--skip-pipeline", action="store_true")
+    parser.add_argument("--pipelines", default="minilm:defer,hash:defer,minilm:default",
+                        help="pipeline variants: embedder:defer|default, comma-separated")
     args = parser.parse_args()
     dbs = Databases()
     work = dbs.tmp / "work"
@@ -246,10 +280,12 @@ def main() -> None:
                       "load_avg": os.getloadavg()}), flush=True)
     try:
         if not args.skip_llm:
-            llm_concurrency(dbs, work, args.llm_chunks, args.latency, args.minilm)
+            llm_concurrency(dbs, work, args.llm_chunks, args.latency, args.minilm,
+                            [int(x) for x in args.levels.split(",")])
         if not args.skip_pipeline:
-            for embedder in ("minilm", "hash"):
-                pipeline(dbs, work, args.chunks, embedder)
+            for variant in args.pipelines.split(","):
+                emb_name, mode = variant.split(":")
+                pipeline(dbs, work, args.chunks, emb_name, mode == "defer")
     finally:
         print(json.dumps({"load_avg_end": os.getloadavg()}), flush=True)
         dbs.close()

@@ -112,6 +112,9 @@ def ingest(
     batch_size: Annotated[int, typer.Option(help="Chunks per claimed batch.")] = 32,
     extraction_model: Annotated[str | None, typer.Option(
         help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
+    defer_index: Annotated[bool, typer.Option(
+        "--defer-index", help="Rebuild the vector indexes after the load (large loads).")]
+    = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
     = False,
 ) -> None:
@@ -127,7 +130,7 @@ def ingest(
                               extraction_model=extraction_model)
         commands.ingest(console, err_console, paths, source=source, scope=scope,
                         workers=workers, retry_failed=retry_failed, context=ctx,
-                        as_json=as_json)
+                        as_json=as_json, defer_index=defer_index)
 
 
 @app.command("ingest-worker", hidden=True)

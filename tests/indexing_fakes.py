@@ -79,18 +79,20 @@ class ScriptedChatModel(GenericFakeChatModel):
     """Fake chat model: ``responder(messages)`` gives each reply (str or AIMessage).
 
     ``bind_tools`` returns self so ``with_structured_output`` works; every call is logged
-    in ``calls``; replies report token usage like a real provider; ``latency`` sleeps.
+    in ``calls`` (unless ``record=False``: benchmarks); replies report token usage like a
+    real provider; ``latency`` sleeps.
     """
 
     responder: Any = None
     calls: list[list[BaseMessage]] = []
     latency: float = 0.0
+    record: bool = True
     lock: Any = None
 
     def __init__(self, responder: Callable[[list[BaseMessage]], str | AIMessage],
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, record: bool = True) -> None:
         super().__init__(messages=iter(()), responder=responder, calls=[], latency=latency,
-                         lock=threading.Lock())
+                         record=record, lock=threading.Lock())
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self
@@ -99,8 +101,9 @@ class ScriptedChatModel(GenericFakeChatModel):
                   **kwargs: Any) -> ChatResult:
         if self.latency:
             time.sleep(self.latency)
-        with self.lock:
-            self.calls.append(list(messages))
+        if self.record:
+            with self.lock:
+                self.calls.append(list(messages))
         reply = self.responder(list(messages))
         if not isinstance(reply, AIMessage):
             reply = AIMessage(content=reply, usage_metadata={

@@ -215,7 +215,7 @@ def test_two_workers_share_chunks_without_duplicate_extraction(
     for key, value in llm_env(db_url, tmp_path, server).items():
         monkeypatch.setenv(key, value)  # for the worker processes
     corpus = copy_corpus(tmp_path, ("03-full-text-search.md", "04-knowledge-graphs.md"))
-    server.latency = 0.1
+    server.latency = 0.3  # one worker alone would need ~4 s: both get a share
     store = KnowledgeStore.open(db_url, embedding_model=FAKE_EMBED, embedding_dim=384)
     snaps: list[dict[str, int]] = []
     try:

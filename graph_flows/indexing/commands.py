@@ -49,7 +49,7 @@ def check_paths(paths: Sequence[Path]) -> list[str]:
 def ingest(
     console: Console, err: Console, paths: Sequence[Path], *, source: str | None,
     scope: str | None, workers: int, retry_failed: bool, context: IndexingContext,
-    as_json: bool = False, show_progress: bool = True,
+    as_json: bool = False, show_progress: bool = True, defer_index: bool = False,
 ) -> dict[str, Any]:
     """`krag ingest`: run the indexing graph with a live progress bar, then a summary."""
     if workers < 1:
@@ -76,7 +76,8 @@ def ingest(
                        entities=snap["entities"], relations=snap["relations"],
                        calls=snap["llm_calls"])
 
-        out = runner.ingest(inputs, context, workers=workers, on_progress=update)
+        out = runner.ingest(inputs, context, workers=workers, on_progress=update,
+                            defer_index=defer_index)
     out["elapsed_s"] = round(time.monotonic() - started, 2)
     out["graph"] = {k: last.get(k, 0) for k in ("entities", "relations", "total", "completed",
                                                "failed", "pending")}

@@ -8,7 +8,9 @@ embeddings -> PostgreSQL, one claimed batch at a time.
 ``sync_documents`` stores each document version (unchanged documents add no work). The loop
 then claims pending chunks in batches (``FOR UPDATE SKIP LOCKED``, so several workers share
 them) and writes each batch's graph in the same transaction that marks its chunks completed:
-a run killed at any point loses at most its batch in flight, which is claimed again.
+a run killed at any point loses at most its batches in flight, which are claimed again.
+With an LLM, ``extract`` queues the next batch's calls before finishing the current one, so
+LLM latency overlaps validation, resolution, embedding and writing.
 
 Invoke with ``runner.run_indexing(inputs, IndexingContext(...))`` (it sets a recursion
 limit fit for thousands of batches) or ``graph.invoke(inputs, context=..., config=...)``.

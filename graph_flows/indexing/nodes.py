@@ -3,7 +3,9 @@ only the state keys it changed. Resources come from :func:`runner.get_resources`
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from graph_flows.indexing.chunking import chunk_text
 from graph_flows.indexing.clean import clean_text
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.embed import embed_resolved
-from graph_flows.indexing.extract import extract_batch
+from graph_flows.indexing.extract import AHEAD, extract_batch
 from graph_flows.indexing.loaders import LoadedDocument, LoadFailure, load_path, load_text
 from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.runner import get_resources
@@ -63,53 +65,63 @@ def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
         if state.get("retry_failed") else 0
     return {"mode": "llm" if res.llm_mode else "no-llm", "model": res.model_spec,
             "notice": res.notice, "worker": ctx.worker_id or local_worker_id(),
+            "run_id": uuid.uuid4().hex,
             "claim_scope": scope, "claim_source": claim_source, "chunks": {"requeued": requeued},
             "llm": {"calls": 0, "input_tokens": 0, "output_tokens": 0}}
 
 
 def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Load, clean, chunk and store each document version; new chunks become pending work."""
+    """Load, clean, chunk and store each document version; new chunks become pending work.
+
+    Documents are streamed one at a time (memory stays bounded by one document or part).
+    """
     ctx = context_of(runtime)
     res = get_resources(ctx)
+    tally = _SyncTally(res.store, state["claim_scope"], ctx)
     max_bytes = res.settings.max_upload_mb * 1024 * 1024
-    docs: Counter[str] = Counter()
-    chunks: Counter[str] = Counter()
-    removed: Counter[str] = Counter()
-    failures: list[dict[str, str]] = []
     for path in state.get("paths") or []:
         source = source_name(path, state.get("source"))
         for item in load_path(Path(path), max_bytes=max_bytes):
-            _sync_one(res.store, item, state["claim_scope"], source, ctx, docs, chunks, removed,
-                      failures)
+            tally.add(item, source)
     for n, text in enumerate(state.get("texts") or [], 1):
         try:
             item: LoadedDocument | LoadFailure = load_text(text, uri=f"inline-{n}")
         except ValueError as exc:
             item = LoadFailure(f"inline-{n}", str(exc))
-        _sync_one(res.store, item, state["claim_scope"], state.get("source") or "inline", ctx,
-                  docs, chunks, removed, failures)
-    return {"documents": dict(docs), "chunks": dict(chunks), "removed": dict(removed),
-            "failures": failures}
+        tally.add(item, state.get("source") or "inline")
+    return {"documents": dict(tally.docs), "chunks": dict(tally.chunks),
+            "removed": dict(tally.removed), "failures": tally.failures}
 
 
 def claim_batch(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Claim the next batch of pending chunks (claims of dead local workers are freed first)."""
+    """Take the batch claimed ahead by ``extract``, or claim the next pending chunks."""
     ctx = context_of(runtime)
-    store = get_resources(ctx).store
-    release_dead_local_claims(store.engine)
-    work = store.claim_chunks(ctx.batch_size, state["worker"], scope=state["claim_scope"],
-                              source=state.get("claim_source"), stale_after_s=ctx.stale_after_s)
-    batch = [{"id": w.id, "document_id": w.document_id, "text": w.text, "scope": w.scope,
-              "source": w.source, "uri": w.uri} for w in work]
+    batch = AHEAD.claimed(state["run_id"])
+    if batch is None:
+        batch = _claim(get_resources(ctx).store, state, ctx)
+    if not batch:
+        AHEAD.close(state["run_id"])
     return {"batch": batch, "extractions": [], "validated": [], "resolved": {}, "embedded": {},
             "chunks": {"claimed": len(batch)}}
 
 
 def extract(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Extract entities and relations from every chunk of the batch, ``concurrency`` at a time."""
+    """Extract the batch, ``concurrency`` chunks at a time. With an LLM, the next batch is
+    claimed and queued first, so its calls overlap this batch's remaining work."""
     ctx = context_of(runtime)
-    results = extract_batch(state["batch"], get_resources(ctx).chat_model,
-                            concurrency=ctx.concurrency)
+    res = get_resources(ctx)
+    run_id, batch = state["run_id"], state["batch"]
+    if res.chat_model is None:
+        results = extract_batch(batch, None, concurrency=ctx.concurrency)
+    else:
+        if not AHEAD.is_next(run_id, batch):
+            AHEAD.submit(run_id, batch, res.chat_model, ctx.concurrency)
+        upcoming = _claim(res.store, state, ctx)
+        if upcoming:
+            AHEAD.submit(run_id, upcoming, res.chat_model, ctx.concurrency)
+        results = AHEAD.collect(run_id, batch)
+        if results is None:  # not queued (cannot happen after submit; kept as a safe path)
+            results = extract_batch(batch, res.chat_model, concurrency=ctx.concurrency)
     usage = {"calls": sum(r["llm_calls"] for r in results),
              "input_tokens": sum(r["input_tokens"] for r in results),
              "output_tokens": sum(r["output_tokens"] for r in results)}
@@ -181,28 +193,50 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 # -- helpers --------------------------------------------------------------------------------
-def _sync_one(store: KnowledgeStore, item: LoadedDocument | LoadFailure, scope: str,
-              source: str, ctx: IndexingContext, docs: Counter[str], chunks: Counter[str],
-              removed: Counter[str], failures: list[dict[str, str]]) -> None:
-    if isinstance(item, LoadFailure):
-        docs["skipped"] += 1
-        failures.append({"uri": item.uri, "reason": item.reason})
-        return
-    text = clean_text(item.text)
-    if not text.strip():
-        docs["skipped"] += 1
-        failures.append({"uri": item.uri, "reason": "no text left after cleaning; skipped"})
-        return
-    pieces = chunk_text(text, size=ctx.chunk_size, overlap=ctx.chunk_overlap)
-    doc = DocumentIn(scope=scope, source=source, uri=item.uri, title=item.title,
-                     content_hash=ids.content_hash(text), metadata=item.metadata)
-    synced = store.sync_document(doc, pieces)
-    docs["loaded"] += 1
-    docs["unchanged" if synced.unchanged else
-         "changed" if synced.kept_chunk_ids or synced.removed.chunks else "new"] += 1
-    chunks["new"] += len(synced.new_chunk_ids)
-    removed.update({"chunks": synced.removed.chunks, "entities": synced.removed.entities,
-                    "relations": synced.removed.relations})
+def _claim(store: KnowledgeStore, state: IndexingState,
+           ctx: IndexingContext) -> list[dict[str, Any]]:
+    """Claim pending chunks for this run (claims of dead local workers are freed first)."""
+    release_dead_local_claims(store.engine)
+    work = store.claim_chunks(ctx.batch_size, state["worker"], scope=state["claim_scope"],
+                              source=state.get("claim_source"), stale_after_s=ctx.stale_after_s)
+    return [{"id": w.id, "document_id": w.document_id, "text": w.text, "scope": w.scope,
+             "source": w.source, "uri": w.uri} for w in work]
+
+
+@dataclass
+class _SyncTally:
+    """Stores document versions and counts what happened to them."""
+
+    store: KnowledgeStore
+    scope: str
+    ctx: IndexingContext
+    docs: Counter[str] = field(default_factory=Counter)
+    chunks: Counter[str] = field(default_factory=Counter)
+    removed: Counter[str] = field(default_factory=Counter)
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, item: LoadedDocument | LoadFailure, source: str) -> None:
+        if isinstance(item, LoadFailure):
+            return self._skip(item.uri, item.reason)
+        text = clean_text(item.text)
+        if not text.strip():
+            return self._skip(item.uri, "no text left after cleaning; skipped")
+        pieces = chunk_text(text, size=self.ctx.chunk_size, overlap=self.ctx.chunk_overlap)
+        doc = DocumentIn(scope=self.scope, source=source, uri=item.uri, title=item.title,
+                         content_hash=ids.content_hash(text), metadata=item.metadata)
+        synced = self.store.sync_document(doc, pieces)
+        self.docs["loaded"] += 1
+        self.docs["unchanged" if synced.unchanged else "changed"
+                  if synced.kept_chunk_ids or synced.removed.chunks else "new"] += 1
+        self.chunks["new"] += len(synced.new_chunk_ids)
+        self.removed.update({"chunks": synced.removed.chunks,
+                             "entities": synced.removed.entities,
+                             "relations": synced.removed.relations})
+        return None
+
+    def _skip(self, uri: str, reason: str) -> None:
+        self.docs["skipped"] += 1
+        self.failures.append({"uri": uri, "reason": reason})
 
 
 def _fail_chunks(store: KnowledgeStore, batch: list[dict[str, Any]],

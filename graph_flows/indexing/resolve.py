@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from storage import ids
@@ -33,6 +34,7 @@ MIN_FUZZY_LEN = 4  # shorter names only merge exactly (trigrams of "Go" match to
 
 
 # -- name similarity, as pg_trgm computes it ------------------------------------------------
+@lru_cache(maxsize=65536)
 def trigrams(name: str) -> frozenset[str]:
     """pg_trgm's trigram set: lowercased words padded with two spaces before, one after."""
     out: set[str] = set()
@@ -48,6 +50,7 @@ def similarity(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
 
 
+@lru_cache(maxsize=65536)
 def compact(name: str) -> str:
     """Letters and digits only, casefolded: the spelling-variant key."""
     return "".join(_WORDS.findall(unicodedata.normalize("NFKC", name).casefold()))
@@ -58,6 +61,32 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
     if compact(a) == compact(b):
         return True
     return min(len(a), len(b)) >= MIN_FUZZY_LEN and similarity(a, b) >= threshold
+
+
+class NameIndex:
+    """Earlier names of one (scope, type) bucket, found by compact key or shared trigrams."""
+
+    def __init__(self) -> None:
+        self.by_compact: dict[str, Group] = {}
+        self.by_trigram: dict[str, list[tuple[str, Group]]] = {}
+
+    def find(self, name: str, threshold: float) -> Group | None:
+        hit = self.by_compact.get(compact(name))
+        if hit is not None or len(name) < MIN_FUZZY_LEN:
+            return hit
+        seen: set[str] = set()
+        for gram in trigrams(name):
+            for other, group in self.by_trigram.get(gram, ()):
+                if other not in seen:
+                    seen.add(other)
+                    if len(other) >= MIN_FUZZY_LEN and similarity(name, other) >= threshold:
+                        return group
+        return None
+
+    def add(self, name: str, group: Group) -> None:
+        self.by_compact.setdefault(compact(name), group)
+        for gram in trigrams(name):
+            self.by_trigram.setdefault(gram, []).append((name, group))
 
 
 # -- grouping -------------------------------------------------------------------------------
@@ -104,17 +133,18 @@ def group_mentions(validated: Sequence[dict[str, Any]], threshold: float) -> lis
     """Exact then near-duplicate grouping of the batch's entity mentions (first one wins)."""
     groups: list[Group] = []
     by_key: dict[tuple[str, str, str], Group] = {}
+    buckets: dict[tuple[str, str], NameIndex] = {}
     for chunk in validated:
         for ent in chunk["entities"]:
             key = (chunk["scope"], ent["type"], ids.normalize_name(ent["name"]))
-            group = by_key.get(key)
-            if group is None:
-                group = next((g for g in groups if (g.scope, g.type) == key[:2]
-                              and near_duplicate(g.name, ent["name"], threshold)), None)
+            bucket = buckets.setdefault(key[:2], NameIndex())
+            group = by_key.get(key) or bucket.find(ent["name"], threshold)
             if group is None:
                 group = Group(ent["name"], ent["type"], chunk["scope"])
                 groups.append(group)
-            by_key[key] = group
+            if key not in by_key:
+                by_key[key] = group
+                bucket.add(ent["name"], group)
             group.absorb(ent["name"], ent.get("description") or "", ent["confidence"],
                          [chunk["chunk_id"]])
     return groups

@@ -84,14 +84,19 @@ def get_resources(ctx: IndexingContext | None = None) -> IndexingResources:
 
 
 def _chat_for(settings: Settings, spec: str) -> tuple[BaseChatModel | None, str | None]:
-    """The extraction model (temperature 0, not streaming), or None + notice (no-LLM)."""
-    from graph_flows.providers import make_chat_model, resolve_chat_model
+    """The extraction model (temperature 0, not streaming), or None + notice (no-LLM).
+
+    The probe runs first on its own so ``resolve_chat_model`` does not also log the notice:
+    it is reported once, in the run's output (and printed by `krag ingest`).
+    """
+    from graph_flows.providers import cached_probe_chat, make_chat_model, resolve_chat_model
 
     where = (settings.openai_base_url or "") if spec.startswith("openai:") \
         else settings.ollama_host
     key = (spec, where)
     with _lock:
         if key not in _models:
+            cached_probe_chat(spec, settings)
             resolution = resolve_chat_model(settings, spec)
             model = make_chat_model(spec, settings, temperature=0.0, streaming=False) \
                 if resolution.llm_mode else None
@@ -121,10 +126,16 @@ Progress = Callable[[dict[str, int]], None]
 
 def ingest(
     inputs: dict[str, Any], context: IndexingContext, *, workers: int = 1,
-    on_progress: Progress | None = None, poll_s: float = 0.5,
+    on_progress: Progress | None = None, poll_s: float = 0.5, defer_index: bool = False,
 ) -> dict[str, Any]:
-    """Run an ingest as `krag ingest` does (see the module docstring)."""
+    """Run an ingest as `krag ingest` does (see the module docstring).
+
+    ``defer_index``: drop the HNSW vector indexes while extracting and rebuild them at the
+    end (much faster for large loads; vector search scans meanwhile). Every ingest ends by
+    (re)creating missing vector indexes, so a killed deferred run is repaired by the next.
+    """
     from graph_flows.indexing.nodes import run_sources
+    from storage import vectors
 
     res = get_resources(context)
     scope = inputs.get("scope") or res.settings.scope
@@ -132,6 +143,8 @@ def ingest(
     poller = _Poller(res.store, scope, sources, on_progress, poll_s) if on_progress else None
     if poller:
         poller.start()
+    if defer_index:
+        vectors.drop_vector_indexes(res.store.engine)
     try:
         if workers <= 1:
             return run_indexing(inputs, context)
@@ -141,6 +154,7 @@ def ingest(
             out = merge_outputs(out, part)
         return out
     finally:
+        vectors.create_vector_indexes(res.store.engine)
         if poller:
             poller.stop()
 

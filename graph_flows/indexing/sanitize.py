@@ -121,8 +121,10 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
 
     Entities: name cleaned (whitespace collapsed); dropped when the name is empty, has no
     letter or digit, or exceeds 200 characters (``bad_name``), when name or description looks
-    like an injection (``injection``), below ``min_confidence`` (``low_confidence``, after
-    clamping to [0, 1]); type normalised; description over 1000 characters truncated;
+    like an injection, as cleaned or as sent (a markdown role heading such as "### System:"
+    is only recognisable before line breaks are collapsed) (``injection``), below
+    ``min_confidence`` (``low_confidence``, after clamping to [0, 1]); type normalised;
+    description over 1000 characters truncated;
     duplicates by (name key, type) merged into the first spelling with the highest
     confidence and the longest description (``duplicate``); at most MAX_ENTITIES kept
     (``over_limit``).
@@ -173,7 +175,7 @@ def _check_entity(
     if not name or len(name) > MAX_NAME_CHARS or not any(c.isalnum() for c in name):
         dropped["bad_name"] += 1
         return None
-    if looks_like_injection(name) or looks_like_injection(description):
+    if any(looks_like_injection(t) for t in (name, description, item.name, item.description)):
         dropped["injection"] += 1
         return None
     confidence = clamp_confidence(item.confidence)
@@ -234,7 +236,8 @@ def _check_relation(
     subject, obj = clean_name(item.subject), clean_name(item.object)
     phrase = clean_name(item.predicate.replace("_", " "))
     fact = clean_name(item.fact) or f"{subject} {phrase} {obj}"
-    if any(looks_like_injection(t) for t in (subject, obj, phrase, fact)):
+    raw = (item.subject, item.object, item.predicate, item.fact)
+    if any(looks_like_injection(t) for t in (subject, obj, phrase, fact, *raw)):
         dropped["injection"] += 1
         return None
     confidence = clamp_confidence(item.confidence)

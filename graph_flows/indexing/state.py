@@ -77,6 +77,8 @@ class OutputState(TypedDict):
 class IndexingState(InputState, OutputState):
     """Full state: input, output and the batch in flight."""
 
+    run_id: str
+    """Identifies this run in process-local helpers (the batch extracted ahead)."""
     worker: str
     """Worker id recorded on claims (``hostname:pid`` unless the context names one)."""
     claim_scope: str
