@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from graph_flows import ask as ask_mod
+from graph_flows.scope_cli import scope_app
 from graph_flows.settings import Settings, SettingsError, load_settings
 
 app = typer.Typer(
@@ -32,6 +33,9 @@ class UserError(Exception):
 def settings_from_cli(**overrides: Any) -> Settings:
     """Settings with non-None CLI overrides applied (CLI > env > .env > default)."""
     return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+app.add_typer(scope_app, name="scope")
 
 
 @app.callback()
@@ -196,6 +200,28 @@ def ui_command(
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.maxUploadSize", str(settings_from_cli().max_upload_mb)]
     raise typer.Exit(subprocess.call(cmd))
+
+
+@app.command("mcp")
+def mcp_command(
+    transport: Annotated[str, typer.Option(
+        "--transport", help="stdio (for a client that launches krag) or http (streamable "
+                            "HTTP at http://HOST:PORT/mcp).")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP: port to listen on.")] = 8765,
+    scope: Annotated[str | None, typer.Option(
+        help="Knowledge scope every tool reads and writes (default: KRAG_SCOPE).")] = None,
+) -> None:
+    """Serve the knowledge graph over MCP: kag_query, recall, remember, correct."""
+    if transport not in ("stdio", "http"):
+        raise UserError(f"--transport must be stdio or http, got {transport!r}")
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port must be 1..65535, got {port}")
+    from graph_flows import mcp_server
+
+    settings_from_cli()  # validates the environment before anything starts
+    mcp_server.serve(transport=transport, host=host, port=port, scope=scope)  # type: ignore[arg-type]
 
 
 def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signal path

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.exc import OperationalError
 
 from storage.errors import DatabaseUnavailableError
@@ -64,4 +64,28 @@ def make_engine(
             f"cannot connect to {mask_password(url)}: {reason}; check KRAG_DATABASE_URL "
             "or unset it to use the embedded Postgres."
         ) from None
+    _type_unreachable(engine, url)
     return engine
+
+
+def _type_unreachable(engine: Engine, url: str) -> None:
+    """Raise :class:`DatabaseUnavailableError` (one line) instead of SQLAlchemy's
+    OperationalError when a *new* connection cannot be made (server stopped, restarting).
+
+    Errors on an established connection keep their SQLAlchemy type: callers retry those
+    (``connection_invalidated``) and the pool replaces the connection.
+    """
+    shown = mask_password(url)
+
+    @event.listens_for(engine, "handle_error")
+    def _unreachable(ctx: object) -> DatabaseUnavailableError | None:
+        if getattr(ctx, "is_pre_ping", False) or getattr(ctx, "connection", None) is not None:
+            return None  # a failed pre-ping is how the pool notices a dead connection
+        orig = getattr(ctx, "original_exception", None)
+        if not isinstance(getattr(ctx, "sqlalchemy_exception", None), OperationalError):
+            return None
+        lines = str(orig).strip().splitlines() if orig else []
+        reason = lines[0] if lines else type(orig).__name__
+        return DatabaseUnavailableError(
+            f"cannot reach the database at {shown}: {reason}; the server may be stopped or "
+            "restarting, retry once it is back (data already committed is kept).")

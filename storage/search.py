@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -29,6 +30,10 @@ _E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
 _F = ("r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at, "
       "r.invalid_at")
 MIN_LIKE_CHARS = 3
+# Temporal filter: facts valid at ``:as_of`` (default now). Invalidated facts (``invalid_at``
+# in the past) stay stored as history but are not retrieved unless asked "as of" earlier.
+_VALID = ("(r.invalid_at IS NULL OR r.invalid_at > coalesce(CAST(:as_of AS timestamptz), now()))"
+          " AND (r.valid_at IS NULL OR r.valid_at <= coalesce(CAST(:as_of AS timestamptz), now()))")
 # word_similarity() on long fact text is the cost of fact ranking: bound candidates x terms.
 SIMILARITY_TERMS = 6
 
@@ -52,6 +57,14 @@ class FactHit:
     similarity: float
 
 
+Scope = str | Sequence[str]
+
+
+def _scopes(scope: Scope) -> list[str]:
+    """A scope, or a scope chain (own scope + ancestors, see storage.scopes), as a list."""
+    return [scope] if isinstance(scope, str) else list(scope)
+
+
 def _entity(row) -> Entity:
     return Entity(row.id, row.name, row.type, row.summary, row.confidence, row.scope)
 
@@ -69,40 +82,40 @@ def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:
     return f"({clause})" if clause else "", params
 
 
-def entity_exact(conn: Connection, scope: str, names: Sequence[str]) -> list[EntityHit]:
+def entity_exact(conn: Connection, scope: Scope, names: Sequence[str]) -> list[EntityHit]:
     """Entities whose normalised name is one of ``names`` (already normalised)."""
     rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND e.normalized_name = ANY(:n) "
-        "ORDER BY e.confidence DESC LIMIT 50"), {"s": scope, "n": list(names)}).all()
+        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND e.normalized_name = ANY(:n) "
+        "ORDER BY e.confidence DESC LIMIT 50"), {"s": _scopes(scope), "n": list(names)}).all()
     return [EntityHit(_entity(r), "like", "name", 1.0) for r in rows]
 
 
 def entity_like(
-    conn: Connection, scope: str, terms: Sequence[str], limit: int
+    conn: Connection, scope: Scope, terms: Sequence[str], limit: int
 ) -> list[EntityHit]:
     """Exact normalised names first (b-tree), then ``name ILIKE`` substring hits (GIN
     trigram), in one statement."""
     clause, params = _ilike_any("e.name", terms)
     norms = [normalize_name(t) for t in terms]
     like = (f"UNION ALL (SELECT {_E}, 0.9 AS sim FROM entities e "
-            f"WHERE e.scope = :s AND {clause} LIMIT :n)") if clause and limit > 0 else ""
+            f"WHERE e.scope = ANY(:s) AND {clause} LIMIT :n)") if clause and limit > 0 else ""
     rows = conn.execute(text(
-        f"(SELECT {_E}, 1.0 AS sim FROM entities e WHERE e.scope = :s "
+        f"(SELECT {_E}, 1.0 AS sim FROM entities e WHERE e.scope = ANY(:s) "
         f"AND e.normalized_name = ANY(:norms) ORDER BY e.confidence DESC LIMIT 50) {like}"),
-        {"s": scope, "n": limit, "norms": norms, **params}).all()
+        {"s": _scopes(scope), "n": limit, "norms": norms, **params}).all()
     hits = [EntityHit(_entity(r), "like", "name", float(r.sim)) for r in rows]
     return sorted(hits, key=lambda h: -h.similarity)
 
 
 def entity_summary(
-    conn: Connection, scope: str, terms: Sequence[str], limit: int
+    conn: Connection, scope: Scope, terms: Sequence[str], limit: int
 ) -> list[EntityHit]:
     clause, params = _ilike_any("e.summary", [t for t in terms if len(t) >= 4])
     if not clause or limit <= 0:
         return []
     rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND {clause} LIMIT :n"),
-        {"s": scope, "n": limit, **params}).all()
+        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND {clause} LIMIT :n"),
+        {"s": _scopes(scope), "n": limit, **params}).all()
     return [EntityHit(_entity(r), "trigram", "summary", 0.5) for r in rows]
 
 
@@ -121,7 +134,7 @@ cand AS MATERIALIZED (
     SELECT {_E},
            (SELECT max(similarity(e.name, t)) FROM unnest(CAST(:terms AS text[])) AS t) AS sim
     FROM entities e
-    WHERE e.scope = :s AND e.name_words && ARRAY(SELECT word FROM near)
+    WHERE e.scope = ANY(:s) AND e.name_words && ARRAY(SELECT word FROM near)
 )
 SELECT * FROM cand e WHERE e.sim > :threshold ORDER BY e.sim DESC, e.confidence DESC LIMIT :n
 """
@@ -134,7 +147,7 @@ MAX_WORD_FREQUENCY = 1000
 
 
 def entity_fuzzy(
-    conn: Connection, scope: str, terms: Sequence[str], limit: int,
+    conn: Connection, scope: Scope, terms: Sequence[str], limit: int,
     threshold: float = 0.1, per_word: int = 5,
 ) -> list[EntityHit]:
     """Typo-tolerant name hits: only query words that are not already name words (those are
@@ -145,31 +158,34 @@ def entity_fuzzy(
     conn.exec_driver_sql(
         f"SET LOCAL pg_trgm.similarity_threshold = {NEAR_WORD_SIMILARITY}")
     rows = conn.execute(text(_FUZZY), {
-        "words": words, "terms": [t.casefold() for t in terms], "s": scope, "n": limit,
+        "words": words, "terms": [t.casefold() for t in terms], "s": _scopes(scope), "n": limit,
         "threshold": threshold, "per_word": per_word, "max_n": MAX_WORD_FREQUENCY}).all()
     return [EntityHit(_entity(r), "trigram", "name", float(r.sim)) for r in rows]
 
 
 def entity_vector(
-    conn: Connection, scope: str, vector: Sequence[float], limit: int
+    conn: Connection, scope: Scope, vector: Sequence[float], limit: int
 ) -> list[EntityHit]:
     if limit <= 0:
         return []
     rows = conn.execute(text(
         f"SELECT {_E}, 1 - (e.embedding <=> CAST(:v AS vector)) AS sim FROM entities e "
-        "WHERE e.scope = :s AND e.embedding IS NOT NULL "
+        "WHERE e.scope = ANY(:s) AND e.embedding IS NOT NULL "
         "ORDER BY e.embedding <=> CAST(:v AS vector) LIMIT :n"),
-        {"s": scope, "v": vector_literal(vector), "n": limit}).all()
+        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit}).all()
     return [EntityHit(_entity(r), "vector", "embedding", float(r.sim)) for r in rows]
 
 
-def fact_like(conn: Connection, scope: str, terms: Sequence[str], limit: int) -> list[FactHit]:
+def fact_like(
+    conn: Connection, scope: Scope, terms: Sequence[str], limit: int, as_of: Any = None
+) -> list[FactHit]:
     clause, params = _ilike_any("r.fact", terms)
     if not clause or limit <= 0:
         return []
     rows = conn.execute(text(
-        f"SELECT {_F} FROM relations r WHERE r.scope = :s AND {clause} LIMIT :n"),
-        {"s": scope, "n": limit, **params}).all()
+        f"SELECT {_F} FROM relations r WHERE r.scope = ANY(:s) AND {clause} AND {_VALID} "
+        "LIMIT :n"),
+        {"s": _scopes(scope), "n": limit, "as_of": as_of, **params}).all()
     return [FactHit(_fact(r), "like", 0.9) for r in rows]
 
 
@@ -179,7 +195,8 @@ WITH cand AS MATERIALIZED (
            (r.subject_id = ANY(:ids))::int + (r.object_id = ANY(:ids))::int AS ends,
            (r.predicate = ANY(:predicates)) AS pred
     FROM relations r
-    WHERE r.scope = :s AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
+    WHERE r.scope = ANY(:s) AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
+      AND {_VALID}
     ORDER BY ends DESC, pred DESC, r.confidence DESC
     LIMIT :pool
 )
@@ -192,45 +209,46 @@ LIMIT :n
 
 
 def fact_by_endpoints(
-    conn: Connection, scope: str, entity_ids: Sequence[str], terms: Sequence[str],
-    predicates: Sequence[str], limit: int,
+    conn: Connection, scope: Scope, entity_ids: Sequence[str], terms: Sequence[str],
+    predicates: Sequence[str], limit: int, as_of: Any = None,
 ) -> list[FactHit]:
     if not entity_ids or limit <= 0:
         return []
     rows = conn.execute(text(_BY_ENDPOINTS), {
-        "s": scope, "ids": list(entity_ids), "terms": list(terms)[:SIMILARITY_TERMS] or [""],
-        "predicates": list(predicates), "n": limit, "pool": limit * 2}).all()
+        "s": _scopes(scope), "ids": list(entity_ids),
+        "terms": list(terms)[:SIMILARITY_TERMS] or [""],
+        "predicates": list(predicates), "n": limit, "pool": limit * 2, "as_of": as_of}).all()
     return [FactHit(_fact(r), "trigram", float(r.sim)) for r in rows]
 
 
 def fact_vector(
-    conn: Connection, scope: str, vector: Sequence[float], limit: int
+    conn: Connection, scope: Scope, vector: Sequence[float], limit: int, as_of: Any = None
 ) -> list[FactHit]:
     if limit <= 0:
         return []
     rows = conn.execute(text(
         f"SELECT {_F}, 1 - (r.embedding <=> CAST(:v AS vector)) AS sim FROM relations r "
-        "WHERE r.scope = :s AND r.embedding IS NOT NULL "
+        f"WHERE r.scope = ANY(:s) AND r.embedding IS NOT NULL AND {_VALID} "
         "ORDER BY r.embedding <=> CAST(:v AS vector) LIMIT :n"),
-        {"s": scope, "v": vector_literal(vector), "n": limit}).all()
+        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit, "as_of": as_of}).all()
     return [FactHit(_fact(r), "vector", float(r.sim)) for r in rows]
 
 
-def entities_by_ids(conn: Connection, scope: str, ids: Sequence[str]) -> list[Entity]:
+def entities_by_ids(conn: Connection, scope: Scope, ids: Sequence[str]) -> list[Entity]:
     if not ids:
         return []
     rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = :s AND e.id = ANY(:ids)"),
-        {"s": scope, "ids": list(ids)}).all()
+        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND e.id = ANY(:ids)"),
+        {"s": _scopes(scope), "ids": list(ids)}).all()
     return [_entity(r) for r in rows]
 
 
-def closest_entities(conn: Connection, scope: str, query: str, limit: int = 5) -> list[Entity]:
+def closest_entities(conn: Connection, scope: Scope, query: str, limit: int = 5) -> list[Entity]:
     """Nearest entity names by trigram distance (for "nothing found" answers)."""
     rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = :s "
+        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) "
         "ORDER BY similarity(e.name, :q) DESC LIMIT :n"),
-        {"s": scope, "q": query, "n": limit}).all()
+        {"s": _scopes(scope), "q": query, "n": limit}).all()
     return [_entity(r) for r in rows]
 
 

@@ -8,6 +8,12 @@ Ollama: ``GET /api/tags``, ``GET /api/version``, ``POST /api/chat`` (NDJSON stre
 ``POST /v1/chat/completions`` (SSE when ``"stream": true``, usage chunk when
 ``stream_options.include_usage``), ``POST /v1/embeddings`` (float or base64).
 
+Faults: ``fail_next(n, status)`` (HTTP errors), ``truncate_next(n)`` (the body or stream is
+cut off mid-way and the connection closed), ``malformed_next(n)`` (a non-JSON body, or a
+garbage line inside the stream), ``latency`` / ``token_delay`` (slow server), and ``fault``:
+a per-request hook ``fault(request) -> None | int (HTTP status) | "truncate" | "malformed" |
+float (extra seconds of delay)`` for faults that must follow the content (e.g. one chunk).
+
 A reply becomes a tool call when the request offers ``tools`` and either the reply is a
 dict ``{"tool_call": {"name": ..., "arguments": {...}}}`` or the reply text is a JSON
 object (called on the tool forced by ``tool_choice``, else the first tool).
@@ -16,6 +22,7 @@ object (called on the tool forced by ``tool_choice``, else the first tool).
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
@@ -30,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 Reply = str | dict[str, Any]
+Fault = int | float | str | None
 
 
 @dataclass
@@ -87,6 +95,9 @@ class LLMServer:
         self.requests: list[RecordedRequest] = []
         self._replies: deque[Reply] = deque()
         self._fail: deque[int] = deque()
+        self._modes: deque[str] = deque()
+        self.fault: Any = None
+        """Optional hook ``fault(RecordedRequest) -> Fault`` consulted on every request."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._httpd: _QuietServer | None = None
@@ -114,6 +125,18 @@ class LLMServer:
         """Answer the next ``n`` requests (any path) with HTTP ``status``."""
         with self._lock:
             self._fail.extend([status] * n)
+        return self
+
+    def truncate_next(self, n: int = 1) -> LLMServer:
+        """Cut the next ``n`` chat/embedding replies off mid-way (connection closed)."""
+        with self._lock:
+            self._modes.extend(["truncate"] * n)
+        return self
+
+    def malformed_next(self, n: int = 1) -> LLMServer:
+        """Make the next ``n`` chat/embedding replies malformed (non-JSON body/stream line)."""
+        with self._lock:
+            self._modes.extend(["malformed"] * n)
         return self
 
     def bodies(self, path: str) -> list[Any]:
@@ -149,6 +172,13 @@ class LLMServer:
     def _take_failure(self) -> int | None:
         with self._lock:
             return self._fail.popleft() if self._fail else None
+
+    def _take_fault(self, req: RecordedRequest) -> Fault:
+        if req.method == "POST":
+            with self._lock:
+                if self._modes:
+                    return self._modes.popleft()
+        return self.fault(req) if self.fault is not None else None
 
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
@@ -211,10 +241,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, body: Any) -> None:
         path = self.path.split("?", 1)[0]
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.llm._record(RecordedRequest(self.command, path, body, headers))
+        req = RecordedRequest(self.command, path, body, headers)
+        self.llm._record(req)
         if self.llm.latency:
             time.sleep(self.llm.latency)
         status = self.llm._take_failure()
+        fault = self.llm._take_fault(req)
+        self._mode = fault if isinstance(fault, str) else None
+        if isinstance(fault, float):
+            time.sleep(fault)
+        elif isinstance(fault, int) and status is None:
+            status = fault
         if status is not None:
             err = {"error": {"message": "injected failure", "type": "server_error"}}
             return self._json(err if path.startswith("/v1") else {"error": "injected failure"},
@@ -224,20 +261,46 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json({"error": f"no route {self.command} {path}"}, 404)
         route(self, body or {})
 
+    _mode: str | None = None
+
     def _json(self, obj: Any, status: int = 200) -> None:
         data = json.dumps(obj).encode()
+        mode, self._mode = self._mode, None
+        if mode == "malformed":
+            data = data[: len(data) // 2] + b"<<garbage"
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
+        if mode == "truncate":
+            self.wfile.write(data[: len(data) // 2])
+            self._hang_up()
+            return
         self.wfile.write(data)
 
+    def _hang_up(self) -> None:
+        """Close the connection mid-reply (a truncated body or stream)."""
+        import socket
+
+        self.wfile.flush()
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
     def _stream(self, content_type: str, pieces: list[bytes]) -> None:
+        mode, self._mode = self._mode, None
+        if mode == "malformed":
+            garbage = b"data: {not json\n\n" if content_type == "text/event-stream" \
+                else b"{not json\n"
+            pieces = pieces[: len(pieces) // 2] + [garbage] + pieces[len(pieces) // 2:]
         self.send_response(200)
         self.send_header("Content-Type", content_type)
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for piece in pieces:
+        for i, piece in enumerate(pieces):
+            if mode == "truncate" and i == max(1, len(pieces) // 2):
+                self._hang_up()
+                return
             self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             self.wfile.flush()
             if self.llm.token_delay:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import RetryPolicy
 
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.nodes import (
@@ -48,11 +49,28 @@ def after_claim(state: IndexingState) -> Literal["extract", "__end__"]:
     return "extract" if state["batch"] else END
 
 
+def lost_connection(exc: Exception) -> bool:
+    """A database connection that died under a node (server restart, pg_terminate_backend),
+    or another transient server-side error (SQLSTATE classes 08, 40, 57: OperationalError)."""
+    from sqlalchemy.exc import DBAPIError, OperationalError
+
+    from storage import DatabaseUnavailableError
+
+    return isinstance(exc, DatabaseUnavailableError | OperationalError) or (
+        isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
+
+
+# The nodes of the batch loop are safe to run again (claims and writes are transactions;
+# writes are upserts), so a dropped connection costs a retry on a fresh one, not the run.
+DB_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=lost_connection)
+
 # -- assembly -------------------------------------------------------------------------------
 builder = StateGraph(IndexingState, context_schema=IndexingContext,
                      input_schema=InputState, output_schema=OutputState)
-for node in (prepare, sync_documents, claim_batch, extract, validate, resolve, embed, write):
+for node in (prepare, sync_documents, validate, embed):
     builder.add_node(node)
+for node in (claim_batch, extract, resolve, write):
+    builder.add_node(node, retry_policy=DB_RETRY)
 builder.add_edge(START, "prepare")
 builder.add_edge("prepare", "sync_documents")
 builder.add_conditional_edges("sync_documents", after_sync)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 RECURSION_LIMIT = 1_000_000  # six steps per batch; a large corpus has thousands of batches
 _lock = threading.Lock()
-_models: dict[tuple[str, str], tuple[Any, str | None]] = {}
+_models: dict[tuple[str, str, float], tuple[Any, str | None]] = {}
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _chat_for(settings: Settings, spec: str) -> tuple[BaseChatModel | None, str 
 
     where = (settings.openai_base_url or "") if spec.startswith("openai:") \
         else settings.ollama_host
-    key = (spec, where)
+    key = (spec, where, settings.llm_timeout_s)  # a model keeps the timeout it was built with
     with _lock:
         if key not in _models:
             cached_probe_chat(spec, settings)
@@ -113,12 +113,49 @@ def clear_model_cache() -> None:
 
 
 # -- running --------------------------------------------------------------------------------
+_active_runs = 0
+
+
 def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None) -> dict[str, Any]:
-    """Invoke the indexing graph in this process and return its output."""
+    """Invoke the indexing graph in this process and return its output.
+
+    A run that failed in this process (e.g. the database went away mid-batch) leaves its
+    claims 'extracting' under this process's live worker id, which no other run takes over
+    before ``stale_after_s``. So the first run to start while no other runs here puts such
+    orphaned claims back to pending first.
+    """
+    global _active_runs
     from graph_flows.indexing.graph import graph
 
-    return graph.invoke(inputs, context=context or IndexingContext(),
-                        config={"recursion_limit": RECURSION_LIMIT})
+    context = context or IndexingContext()
+    with _lock:
+        first = _active_runs == 0
+        _active_runs += 1
+    try:
+        if first:
+            release_own_claims(context.worker_id)
+        return graph.invoke(inputs, context=context,
+                            config={"recursion_limit": RECURSION_LIMIT})
+    finally:
+        with _lock:
+            _active_runs -= 1
+
+
+def release_own_claims(worker_id: str | None = None) -> int:
+    """Put chunks still claimed by this process's worker id back to pending (best effort:
+    an unreachable database is reported by the run itself)."""
+    from sqlalchemy import text
+
+    from storage.claims import local_worker_id
+
+    try:
+        with runtime.get_resources().store.transaction() as conn:
+            return conn.execute(text(
+                "UPDATE extraction_status SET status = 'pending', worker = NULL, "
+                "updated_at = now() WHERE status = 'extracting' AND worker = :w"),
+                {"w": worker_id or local_worker_id()}).rowcount
+    except Exception:  # noqa: BLE001 - best effort, see above
+        return 0
 
 
 Progress = Callable[[dict[str, int]], None]

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
-from storage import search
+from storage import scopes, search
 
 # Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
@@ -40,12 +40,23 @@ class Retrieved:
 
 
 class _Metrics:
-    def __init__(self) -> None:
+    def __init__(self, deadline: float | None = None) -> None:
         self.ms: dict[str, float] = {}
         self.results: dict[str, int] = {}
         self.errors: dict[str, str] = {}
+        self.skipped: list[str] = []
+        self.deadline = deadline
+
+    def spent(self, name: str) -> bool:
+        """True (and ``name`` recorded as skipped) when the request budget is used up."""
+        if self.deadline is not None and time.time() >= self.deadline:
+            self.skipped.append(name)
+            return True
+        return False
 
     def run(self, engine: Any, name: str, fn: Callable[..., list], *args: Any) -> list:
+        if self.spent(name):
+            return []
         start = time.perf_counter()
         try:
             out = _with_retry(engine, fn, args)
@@ -71,18 +82,27 @@ def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
 
 def retrieve(
     engine: Any, scope: str, terms: Sequence[str], predicates: Sequence[str],
-    cfg: SearchConfig, embed_query: Callable[[], list[float]],
+    cfg: SearchConfig, embed_query: Callable[[], list[float]], *,
+    deadline: float | None = None, as_of: Any = None,
 ) -> Retrieved:
-    """All retrieval for one query. ``embed_query`` is only called when a fallback runs."""
+    """All retrieval for one query. ``embed_query`` is only called when a fallback runs.
+    Facts are those valid at ``as_of`` (default: now).
+
+    ``deadline`` (``time.time()``): methods not started by then are skipped and listed in
+    ``metrics["skipped"]`` (each statement is bounded by the engine's statement_timeout).
+    """
     t0 = time.perf_counter()
-    m = _Metrics()
+    m = _Metrics(deadline)
+    # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
+    # is that chain.
+    scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
     jobs = {
         "entity_like": (search.entity_like, scope, terms, e_like),
         "entity_trigram": (search.entity_fuzzy, scope, terms, e_trgm, cfg.trigram_threshold),
         "entity_summary": (search.entity_summary, scope, terms, e_trgm),
-        "fact_like": (search.fact_like, scope, terms, f_like),
+        "fact_like": (search.fact_like, scope, terms, f_like, as_of),
     }
     futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
     got = {k: f.result() for k, f in futures.items()}
@@ -97,17 +117,18 @@ def retrieve(
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     ids = list(entities)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
-                    predicates, 2 * f_trgm)
+                    predicates, 2 * f_trgm, as_of)
     facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm)
     fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
     if fallback_f:
         vector = vector if vector is not None else _embed(m, embed_query)
         if vector is not None:
             hits = m.run(engine, "fact_vector", search.fact_vector, scope, vector,
-                         cfg.fact_limit)
+                         cfg.fact_limit, as_of)
             _add_fact_hits(facts, hits, cfg.fact_limit - len(facts))
     result = _finish(engine, m, scope, entities, facts)
     result.metrics.update(
+        scopes=list(scope),
         fallback={"entities": fallback_e, "facts": fallback_f},
         split={"entity_like": e_like, "entity_trigram": e_trgm, "fact_like": f_like,
                "fact_trigram": f_trgm},
@@ -120,6 +141,8 @@ def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
 
 
 def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] | None:
+    if m.spent("embed_query"):
+        return None
     start = time.perf_counter()
     try:
         return embed_query()
@@ -219,4 +242,4 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -
     ent_rows += [{**asdict(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
                   "name_match": False, "summary_match": False} for e in known.values()]
     return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
-                                           "errors": m.errors})
+                                           "errors": m.errors, "skipped": m.skipped})

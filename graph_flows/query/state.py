@@ -15,11 +15,16 @@ class QueryInput(TypedDict, total=False):
     """Knowledge scope to search (default: the configured scope). Unknown -> nothing."""
     entity_hints: list[str]
     """Entity names the caller already knows are relevant (at most 50)."""
+    as_of: str
+    """ISO date or datetime: answer from the facts valid then (default: now)."""
 
 
 class QueryState(QueryInput, total=False):
     """Everything the nodes read and write."""
 
+    deadline: float
+    """Wall-clock time (``time.time()``) by which the whole query must be answered: set by
+    analyze_query from ``request_timeout_s``; later steps skip or cut work past it."""
     analysis: dict[str, Any]
     """entities, keywords, intent, method ('llm' | 'heuristic'), error."""
     entities: list[dict[str, Any]]

@@ -1,0 +1,62 @@
+"""Scope hierarchy: parent chains, read visibility (own scope + ancestors), no cycles."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, text
+
+from storage.errors import InvalidInputError
+
+MAX_DEPTH = 16
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
+
+_CHAIN = """
+WITH RECURSIVE chain(name, parent, depth) AS (
+    SELECT name, parent, 0 FROM scopes WHERE name = :scope
+    UNION ALL
+    SELECT s.name, s.parent, c.depth + 1 FROM scopes s JOIN chain c ON s.name = c.parent
+    WHERE c.depth < :max_depth
+)
+SELECT name FROM chain ORDER BY depth
+"""
+
+
+def check_name(scope: str) -> str:
+    """A scope name: 1-100 characters of letters, digits and ``-_.:/``."""
+    if not scope or len(scope) > 100 or not set(scope) <= _NAME_CHARS:
+        raise InvalidInputError(
+            f"invalid scope name {scope[:40]!r}: use 1-100 letters, digits or -_.:/")
+    return scope
+
+
+def scope_chain(conn: Connection, scope: str) -> list[str]:
+    """``scope`` followed by its ancestors, nearest first (just ``[scope]`` for a root)."""
+    chain = list(conn.execute(text(_CHAIN), {"scope": scope, "max_depth": MAX_DEPTH}).scalars())
+    return chain or [scope]
+
+
+def set_parent(conn: Connection, scope: str, parent: str | None) -> list[str]:
+    """Declare ``scope`` (child of ``parent``, or a root); refuse cycles. Returns the chain."""
+    check_name(scope)
+    if parent is not None:
+        check_name(parent)
+        if scope in scope_chain(conn, parent):
+            raise InvalidInputError(
+                f"scope {parent!r} descends from {scope!r}: a parent link would make a cycle")
+        conn.execute(text("INSERT INTO scopes (name) VALUES (:p) ON CONFLICT DO NOTHING"),
+                     {"p": parent})
+    conn.execute(text(
+        "INSERT INTO scopes (name, parent) VALUES (:s, :p) "
+        "ON CONFLICT (name) DO UPDATE SET parent = EXCLUDED.parent"), {"s": scope, "p": parent})
+    chain = scope_chain(conn, scope)
+    if len(chain) > MAX_DEPTH:
+        raise InvalidInputError(f"scope chains are limited to {MAX_DEPTH} levels")
+    return chain
+
+
+def list_scopes(conn: Connection) -> list[tuple[str, str | None]]:
+    """Every declared scope and every scope holding documents, with its parent."""
+    return [tuple(r) for r in conn.execute(text("""
+        SELECT name, parent FROM scopes
+        UNION SELECT DISTINCT d.scope, NULL FROM documents d
+        WHERE NOT EXISTS (SELECT 1 FROM scopes s WHERE s.name = d.scope)
+        ORDER BY 1""")).all()]
