@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m bench.rule_extractor_redocred PATH [--chunk-size N] [--limit N] [--json]
+    python -m bench.rule_extractor_eval PATH [--chunk-size N] [--limit N] [--json]
 
 PATH is a Re-DocRED JSON file (e.g. ``test_revised.json``): a list of documents with
 ``sents`` (lists of tokens), ``vertexSet`` (one list of mentions, ``{name, type, ...}``, per
@@ -248,7 +248,7 @@ def format_report(report: Report) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m bench.rule_extractor_redocred",
+    parser = argparse.ArgumentParser(prog="python -m bench.rule_extractor_eval",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("path", type=Path, help="Re-DocRED JSON file")
     parser.add_argument("--chunk-size", type=int, default=1000,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import rule_extractor_redocred as bench
+from bench import rule_extractor_eval as bench
 from graph_flows.indexing.schema import ExtractedEntity, ExtractedRelation, Extraction
 
 DOCS = [
