@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from storage.claims import pid_alive
 from storage.errors import EmbeddedPostgresError
 
 log = logging.getLogger("krag.storage")
@@ -40,21 +40,11 @@ def prune_dead_pids(pgdata: Path) -> list[int]:
         pids = [int(p) for p in json.loads(path.read_text() or "[]")]
     except (ValueError, TypeError):
         pids = []
-    alive = [p for p in pids if _pid_alive(p)]
+    alive = [p for p in pids if pid_alive(p)]
     if alive != pids:
         path.write_text(json.dumps(alive))
         log.info("pruned dead handle PIDs %s", sorted(set(pids) - set(alive)))
     return alive
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _check_pgdata(pgdata: Path) -> None:
