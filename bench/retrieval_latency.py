@@ -330,13 +330,13 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def benchmark(
     engine: Any, scope: str, queries: Sequence[BenchQuery], *, embedder: Any = None,
     literal_queries: int = 50, warmup: Sequence[BenchQuery] = (),
-    explain_path: Path | None = None, log: Any = None,
+    explain_path: Path | None = None, log: Any = None, recipe: str = "split",
 ) -> dict[str, Any]:
     """Run ours over ``queries`` (and the literal recipe over a stratified subset, paired
     with ours query by query); return the report dict."""
     say = log or (lambda *_: None)
     embedder = embedder or HashEmbedder()
-    cfg = search_config()
+    cfg = replace(search_config(), recipe=recipe)
     report: dict[str, Any] = {"queries": len(queries),
                               "query_kinds": {k: sum(q.kind == k for q in queries)
                                               for k in synthetic.QUERY_KINDS},
@@ -581,6 +581,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--hash-embedder", action="store_true",
                     help="random query vectors instead of MiniLM (no model needed)")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
+    ap.add_argument("--recipe", choices=retrieval.RECIPES, default="split",
+                    help="SearchConfig.recipe for retrieve() (default split)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # release the embedded handle
 
@@ -615,7 +617,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         rep = benchmark(store.search_engine(60_000), synthetic.SCOPE, queries, embedder=embedder,
                         literal_queries=args.literal_queries, warmup=warmup,
                         explain_path=None if args.no_explain
-                        else args.out_dir / f"explain_{label}.txt", log=log)
+                        else args.out_dir / f"explain_{label}.txt", log=log,
+                        recipe=args.recipe)
         rep.update(label=label, params=params, load=load, graph=graph.stats,
                    machine=machine(), database=database_facts(store),
                    command="python -m bench.retrieval_latency " + " ".join(

@@ -40,7 +40,7 @@ def print_sources(console: Console, result: dict[str, Any]) -> None:
 
 def ask_command(
     settings: Settings, console: Console, question: str, scope: str | None,
-    show_mermaid: bool, as_json: bool, model: str | None,
+    show_mermaid: bool, as_json: bool, model: str | None, as_of: str | None = None,
 ) -> None:
     """Body of `krag ask` (the typer wrapper lives in cli.py)."""
     from graph_flows.runtime import build_resources, use_resources
@@ -49,6 +49,8 @@ def ask_command(
     payload: dict[str, Any] = {"query": question}
     if scope:
         payload["scope"] = scope
+    if as_of:
+        payload["as_of"] = as_of
     context = {"answer_model": model} if model else {}
     with use_resources(resources):
         if as_json:
@@ -75,5 +77,7 @@ QuestionArg = Annotated[str, typer.Argument(help="The question to ask.")]
 ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Knowledge scope.")]
 MermaidOpt = Annotated[bool, typer.Option("--mermaid", help="Print the Mermaid diagram.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")]
+AsOfOpt = Annotated[str | None, typer.Option(
+    "--as-of", help="Answer from the facts valid at this ISO date (default: now).")]
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", help="Answer model for this run (ollama:…, openai:…, none).")]

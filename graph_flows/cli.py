@@ -75,14 +75,14 @@ def doctor(
 def ask(
     question: ask_mod.QuestionArg, scope: ask_mod.ScopeOpt = None,
     mermaid: ask_mod.MermaidOpt = False, as_json: ask_mod.JsonOpt = False,
-    model: ask_mod.ModelOpt = None,
+    model: ask_mod.ModelOpt = None, as_of: ask_mod.AsOfOpt = None,
 ) -> None:
     """Ask a question: streams the answer, then the cited facts and their sources."""
     from graph_flows.query.analyze import InvalidQueryError
 
     try:
         ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
-                            model)
+                            model, as_of)
     except InvalidQueryError as exc:
         raise UserError(str(exc)) from None
 

@@ -47,3 +47,10 @@ def test_ask_bad_input_is_one_line(db_url: str) -> None:
     r = krag(["ask", "x" * 10_001], db_url)
     assert r.returncode == 2
     assert r.stderr.strip() == "error: query is 10,001 bytes; the limit is 10,000 bytes."
+
+
+def test_ask_as_of_bad_date_is_one_line(db_url: str) -> None:
+    r = krag(["ask", "pgvector", "--as-of", "yesterday"], db_url)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: as_of must be an ISO date such as 2024-05-01 "
+                                "(got 'yesterday')")

@@ -21,6 +21,10 @@ class QueryContext:
         "description": "Vector search fills up when LIKE+trigram found under this share."})
     trigram_threshold: float = field(default=0.1, metadata={
         "description": "Minimum pg_trgm similarity of a fuzzy name hit."})
+    recipe: str = field(default="split", metadata={
+        "description": "Ranking recipe: 'split' (LIKE/trigram share + vector fallback) or "
+                       "'rrf' (LIKE, trigram, summary and vector fused by Reciprocal Rank "
+                       "Fusion, near-duplicate facts dropped by MMR)."})
     max_diagram_nodes: int = field(default=20, metadata={
         "description": "Largest Mermaid diagram (most relevant first)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})

@@ -40,7 +40,9 @@ def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
               (0.0 <= ctx.like_share <= 1.0, "like_share must be 0..1"),
               (0.0 <= ctx.fallback_ratio <= 1.0, "fallback_ratio must be 0..1"),
               (0.0 <= ctx.trigram_threshold <= 1.0, "trigram_threshold must be 0..1"),
-              (1 <= ctx.max_diagram_nodes <= 200, "max_diagram_nodes must be 1..200")]
+              (1 <= ctx.max_diagram_nodes <= 200, "max_diagram_nodes must be 1..200"),
+              (ctx.recipe in retrieval.RECIPES,
+               f"recipe must be one of {', '.join(retrieval.RECIPES)} (got {ctx.recipe!r})")]
     for ok, message in checks:
         if not ok:
             raise analyze.InvalidQueryError(message)
@@ -123,7 +125,8 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
                          if w in _RELATION_WORDS})
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
-        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold)
+        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
+        recipe=ctx.recipe)
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
     deadline = state.get("deadline")
     found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,

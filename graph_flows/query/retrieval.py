@@ -4,6 +4,11 @@ Entities: LIKE takes ``like_share`` of the limit, trigram (fuzzy names + summari
 if together they found under ``fallback_ratio`` of the limit, HNSW KNN fills up. Facts: LIKE on
 the fact text, trigram-ranked facts touching the retrieved entities, the same vector fallback.
 A method that fails is reported in the metrics and the others carry on.
+
+Recipe ``"rrf"`` (``SearchConfig.recipe``): entities from LIKE, trigram, summary and vector
+fused by Reciprocal Rank Fusion (k = 60); facts from LIKE, endpoint-trigram and vector fused
+the same way, then MMR (lambda 0.7) drops near-duplicate facts. Every row in either recipe
+carries an ``agreement`` label (scoring.agreement).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from storage import scopes, search
 
 # Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
+RECIPES = ("split", "rrf")
+RRF_K = 60
+MMR_LAMBDA = 0.7
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +38,7 @@ class SearchConfig:
     like_share: float = 0.6
     fallback_ratio: float = 0.5
     trigram_threshold: float = 0.1
+    recipe: str = "split"  # one of RECIPES
 
 
 @dataclass
@@ -91,8 +100,12 @@ def retrieve(
     ``deadline`` (``time.time()``): methods not started by then are skipped and listed in
     ``metrics["skipped"]`` (each statement is bounded by the engine's statement_timeout).
     """
+    if cfg.recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {', '.join(RECIPES)} (got {cfg.recipe!r})")
     t0 = time.perf_counter()
     m = _Metrics(deadline)
+    if cfg.recipe == "rrf":
+        return _retrieve_rrf(engine, m, t0, scope, terms, predicates, cfg, embed_query, as_of)
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
     # is that chain.
     scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
@@ -211,7 +224,10 @@ def _merge_facts(like: list, by_ends: list, like_n: int, trgm_n: int) -> dict[st
     return out
 
 
-def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -> Retrieved:
+def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
+            fused: dict[str, float] | None = None) -> Retrieved:
+    """Endpoints, sources, scores and order. ``fused`` (rrf recipe): the fused score of each
+    entity and fact id, which then orders the rows (dict order = fused order)."""
     missing = {f[k] for f in facts.values() for k in ("subject_id", "object_id")} - set(entities)
     ends = _POOL.submit(m.run, engine, "endpoints", search.entities_by_ids, scope,
                         sorted(missing))
@@ -227,7 +243,12 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -
     for row in entities.values():
         row["score"] = scoring.entity_score(row["name_match"], row["summary_match"])
         ent_rows.append(row)
-    ent_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"], r["name"]))
+    if fused is None:
+        ent_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
+                                     r["name"]))
+    else:
+        for row in ent_rows:
+            row["fused"] = round(fused.get(row["id"], 0.0), 6)
     names = {r["id"]: r["name"] for r in ent_rows} | {e.id: e.name for e in known.values()}
     retrieved = {r["id"] for r in ent_rows}
     fact_rows = []
@@ -236,10 +257,85 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict) -
                                         f["object_id"] in retrieved)
         f["subject"], f["object"] = names[f["subject_id"]], names[f["object_id"]]
         fact_rows.append(f)
-    fact_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"], r["fact"]))
+    if fused is None:
+        fact_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
+                                      r["fact"]))
+    else:
+        for row in fact_rows:
+            row["fused"] = round(fused.get(row["id"], 0.0), 6)
     for row in ent_rows + fact_rows:
         row["methods"] = sorted(row["methods"])
+        row["agreement"] = scoring.agreement(row["methods"])
     ent_rows += [{**asdict(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
-                  "name_match": False, "summary_match": False} for e in known.values()]
+                  "name_match": False, "summary_match": False,
+                  "agreement": scoring.agreement(["endpoint"])} for e in known.values()]
     return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
                                            "errors": m.errors, "skipped": m.skipped})
+
+
+# -- recipe "rrf" ------------------------------------------------------------------------------
+def _fuse_entities(lists: dict[str, list[search.EntityHit]], limit: int) -> dict[str, dict]:
+    """RRF over the per-method rankings; the top ``limit`` ids in fused order, all evidence."""
+    fused = scoring.rrf([[h.entity.id for h in hits] for hits in lists.values()], RRF_K)
+    top = sorted(fused, key=lambda i: -fused[i])[:limit]
+    out: dict[str, dict] = {i: {} for i in top}
+    for hits in lists.values():
+        for h in hits:
+            if h.entity.id in out:
+                if not out[h.entity.id]:
+                    out[h.entity.id] = _entity_row(h)
+                _note(out[h.entity.id], h)
+    return out
+
+
+def _fuse_facts(lists: dict[str, list[search.FactHit]], limit: int) -> dict[str, dict]:
+    """RRF over the fact lists, then MMR (fact sentences) down to ``limit``."""
+    fused = scoring.rrf([[h.fact.id for h in hits] for hits in lists.values()], RRF_K)
+    rows: dict[str, dict] = {}
+    for hits in lists.values():
+        _add_fact_hits(rows, hits, len(hits))
+    top = max(fused.values(), default=1.0) or 1.0
+    keep = scoring.mmr([(i, fused[i] / top, rows[i]["fact"]) for i in fused], limit,
+                       MMR_LAMBDA)
+    return {i: rows[i] for i in keep}
+
+
+def _retrieve_rrf(
+    engine: Any, m: _Metrics, t0: float, scope: str, terms: Sequence[str],
+    predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
+    as_of: Any,
+) -> Retrieved:
+    """Every method at the full limit, fused by rank (no split, no fallback threshold)."""
+    scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    n_e, n_f = cfg.entity_limit, cfg.fact_limit
+    jobs = {
+        "entity_like": (search.entity_like, scope, terms, n_e),
+        "entity_trigram": (search.entity_fuzzy, scope, terms, n_e, cfg.trigram_threshold),
+        "entity_summary": (search.entity_summary, scope, terms, n_e),
+        "fact_like": (search.fact_like, scope, terms, n_f, as_of),
+    }
+    futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
+    vector = _embed(m, embed_query)  # overlaps the lexical statements running in the pool
+    vec_jobs = {} if vector is None else {
+        "entity_vector": _POOL.submit(m.run, engine, "entity_vector", search.entity_vector,
+                                      scope, vector, n_e),
+        "fact_vector": _POOL.submit(m.run, engine, "fact_vector", search.fact_vector, scope,
+                                    vector, n_f, as_of)}
+    got = {k: f.result() for k, f in futures.items()}
+    e_vec = vec_jobs["entity_vector"].result() if vec_jobs else []
+    entities = _fuse_entities({"like": got["entity_like"], "trigram": got["entity_trigram"],
+                               "summary": got["entity_summary"], "vector": e_vec}, n_e)
+    e_fused = scoring.rrf([[h.entity.id for h in hits] for hits in (
+        got["entity_like"], got["entity_trigram"], got["entity_summary"], e_vec)], RRF_K)
+    by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, list(entities),
+                    terms, predicates, n_f, as_of)
+    f_vec = vec_jobs["fact_vector"].result() if vec_jobs else []
+    f_lists = {"like": got["fact_like"], "trigram": by_ends, "vector": f_vec}
+    facts = _fuse_facts(f_lists, n_f)
+    f_fused = scoring.rrf([[h.fact.id for h in hits] for hits in f_lists.values()], RRF_K)
+    result = _finish(engine, m, scope, entities, facts, {**e_fused, **f_fused})
+    result.metrics.update(
+        scopes=list(scope), recipe="rrf", fallback={"entities": False, "facts": False},
+        rrf={"k": RRF_K, "mmr_lambda": MMR_LAMBDA},
+        total_ms=round((time.perf_counter() - t0) * 1000, 2))
+    return result
