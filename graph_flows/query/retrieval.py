@@ -278,14 +278,12 @@ def _fuse_entities(lists: dict[str, list[search.EntityHit]], limit: int) -> dict
     """RRF over the per-method rankings; the top ``limit`` ids in fused order, all evidence."""
     fused = scoring.rrf([[h.entity.id for h in hits] for hits in lists.values()], RRF_K)
     top = sorted(fused, key=lambda i: -fused[i])[:limit]
-    out: dict[str, dict] = {i: {} for i in top}
+    rows: dict[str, dict] = {}
     for hits in lists.values():
         for h in hits:
-            if h.entity.id in out:
-                if not out[h.entity.id]:
-                    out[h.entity.id] = _entity_row(h)
-                _note(out[h.entity.id], h)
-    return out
+            if h.entity.id in fused:
+                _note(rows.setdefault(h.entity.id, _entity_row(h)), h)
+    return {i: rows[i] for i in top}
 
 
 def _fuse_facts(lists: dict[str, list[search.FactHit]], limit: int) -> dict[str, dict]:
