@@ -37,7 +37,6 @@ import numpy as np
 
 from bench import synthetic
 from bench.retrieval_latency import HashEmbedder, analysis_terms
-from storage import DocumentIn, ids
 from storage.documents import chunk_ids_for
 
 FORMAT = 1
@@ -46,15 +45,8 @@ FORMAT = 1
 def chunk_texts(graph: synthetic.SyntheticGraph, scope: str = synthetic.SCOPE,
                 n_docs: int = 20, per_doc: int = 50) -> list[dict[str, str]]:
     """The provenance chunks ``synthetic._chunks`` writes: id, document uri, content."""
-    rng = random.Random(graph.seed + 7)
     out: list[dict[str, str]] = []
-    for d in range(n_docs):
-        texts = [" ".join(r.fact for r in rng.sample(graph.relations,
-                                                     min(5, len(graph.relations))))
-                 + f" (part {d}.{c})" for c in range(per_doc)]
-        doc = DocumentIn(scope=scope, source="synthetic", uri=f"synthetic/doc-{d:03d}.md",
-                         content_hash=ids.content_hash("\n".join(texts)),
-                         title=f"Synthetic document {d}")
+    for doc, texts in synthetic.provenance_documents(graph, scope, n_docs, per_doc):
         out.extend({"id": cid, "uri": doc.uri, "content": t}
                    for (cid, _), t in zip(chunk_ids_for(doc.id, texts), texts, strict=True))
     return out

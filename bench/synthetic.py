@@ -440,11 +440,11 @@ LOAD_INDEXES = {
 }
 
 
-def _chunks(graph: SyntheticGraph, store: KnowledgeStore, scope: str,
-            n_docs: int = 20, per_doc: int = 50) -> list[str]:
-    """A few documents whose chunks serve as provenance; returns the chunk ids."""
+def provenance_documents(graph: SyntheticGraph, scope: str, n_docs: int = 20,
+                         per_doc: int = 50) -> list[tuple[DocumentIn, list[str]]]:
+    """The few documents (and their chunk texts) that serve as provenance, seeded."""
     rng = random.Random(graph.seed + 7)
-    out: list[str] = []
+    out: list[tuple[DocumentIn, list[str]]] = []
     for d in range(n_docs):
         texts = [" ".join(r.fact for r in rng.sample(graph.relations,
                                                      min(5, len(graph.relations))))
@@ -452,6 +452,15 @@ def _chunks(graph: SyntheticGraph, store: KnowledgeStore, scope: str,
         doc = DocumentIn(scope=scope, source="synthetic", uri=f"synthetic/doc-{d:03d}.md",
                          content_hash=ids.content_hash("\n".join(texts)),
                          title=f"Synthetic document {d}")
+        out.append((doc, texts))
+    return out
+
+
+def _chunks(graph: SyntheticGraph, store: KnowledgeStore, scope: str,
+            n_docs: int = 20, per_doc: int = 50) -> list[str]:
+    """Store the provenance documents; returns their chunk ids."""
+    out: list[str] = []
+    for doc, texts in provenance_documents(graph, scope, n_docs, per_doc):
         store.sync_document(doc, texts)
         out.extend(cid for cid, _ in chunk_ids_for(doc.id, texts))
     return out

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ import httpx
 import pytest
 
 from storage import KnowledgeStore
+from tests.procs import free_port
 from tests.query_fixtures import seed_graph
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -31,7 +25,7 @@ def langgraph_server(db_url: str, tmp_path: Path):
     cli = Path(sys.executable).parent / "langgraph"
     if not cli.exists():
         pytest.skip("langgraph-cli is not installed in this environment")
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
     env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
                LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONPATH=str(ROOT))

@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import text
 
 from storage import KnowledgeStore
+from tests.procs import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = {"kag_query", "recall", "remember", "correct"}
@@ -234,15 +235,9 @@ def test_scope_isolation(seeded_store: KnowledgeStore, db_url: str, tmp_path: Pa
         )).scalar() == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_streamable_http_lists_tools(seeded_store: KnowledgeStore, db_url: str,
                                      tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "graph_flows.cli", "mcp", "--transport", "http",
          "--port", str(port)], env=_env(db_url, tmp_path), cwd=tmp_path,
@@ -266,12 +261,7 @@ def test_streamable_http_lists_tools(seeded_store: KnowledgeStore, db_url: str,
 
         asyncio.run(scenario())
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def test_bad_transport_is_a_user_error() -> None:

@@ -8,7 +8,6 @@ KRAG_UPDATE_SCREENSHOT=1 it replaces the README's docs/screenshot-chat.png.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 from graph_flows.embeddings import MiniLMEmbeddings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
+from tests.procs import free_port, stop_process
 from tests.query_fixtures import seed_graph
 
 pytestmark = pytest.mark.browser
@@ -69,16 +69,10 @@ def _seed(url: str) -> None:
         store.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
     _seed(db_url)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "KRAG_DATABASE_URL": db_url, "KRAG_CHAT_MODEL": "none",
            "KRAG_EMBEDDING_MODEL": TEST_MODEL, "KRAG_EMBEDDING_DIM": str(TEST_DIM),
            "KRAG_SCOPE": "default"}
@@ -105,11 +99,7 @@ def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
             time.sleep(0.3)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 

@@ -1,0 +1,23 @@
+"""Helpers for tests that start servers as subprocesses."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """SIGTERM, wait up to 10 s, then SIGKILL."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
