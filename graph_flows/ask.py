@@ -32,15 +32,32 @@ def print_sources(console: Console, result: dict[str, Any]) -> None:
     if not result.get("citations"):
         return
     console.print("\nSources:", style="bold")
+    facts = {f.get("id"): f for f in result.get("facts", [])}
     for c in result["citations"]:
         docs = ", ".join(f"{s['source']}:{s['uri']}" for s in c.get("sources", []))
-        console.print(f"  [{c['label']}] {c['fact']}" + (f"  ({docs})" if docs else ""),
-                      markup=False, highlight=False)
+        when = validity(facts.get(c.get("fact_id"), {}))
+        console.print(f"  [{c['label']}] {c['fact']}" + (f"  [{when}]" if when else "")
+                      + (f"  ({docs})" if docs else ""), markup=False, highlight=False)
+
+
+def _day(value: Any) -> str:
+    return str(value.isoformat() if hasattr(value, "isoformat") else value)[:10]
+
+
+def validity(fact: dict[str, Any]) -> str:
+    """'valid from 1996-01-01', 'valid 1996-01-01 - 2021-06-30', 'until 2021-06-30' or ''."""
+    start, end = fact.get("valid_at"), fact.get("invalid_at")
+    if start and end:
+        return f"valid {_day(start)} - {_day(end)}"
+    if start:
+        return f"valid from {_day(start)}"
+    return f"until {_day(end)}" if end else ""
 
 
 def ask_command(
     settings: Settings, console: Console, question: str, scope: str | None,
     show_mermaid: bool, as_json: bool, model: str | None, as_of: str | None = None,
+    max_hops: int | None = None,
 ) -> None:
     """Body of `krag ask` (the typer wrapper lives in cli.py)."""
     from graph_flows.runtime import build_resources, use_resources
@@ -51,7 +68,9 @@ def ask_command(
         payload["scope"] = scope
     if as_of:
         payload["as_of"] = as_of
-    context = {"answer_model": model} if model else {}
+    context: dict[str, Any] = {"answer_model": model} if model else {}
+    if max_hops is not None:
+        context["max_hops"] = max_hops
     with use_resources(resources):
         if as_json:
             result = run_query_streaming(payload, context, lambda _t: None)
@@ -71,12 +90,19 @@ def ask_command(
                   f"{len(result.get('entities', []))} entities, retrieval "
                   f"{metrics.get('total_ms', 0):.0f} ms, answer mode: "
                   f"{result.get('answer_mode')})", style="dim")
+    conf = result.get("answer_confidence") or {}
+    if conf.get("label") and conf["label"] != "none":
+        console.print(f"confidence: {conf['label']} ({conf.get('reason', '')})", style="dim",
+                      markup=False, highlight=False)
 
 
 QuestionArg = Annotated[str, typer.Argument(help="The question to ask.")]
 ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Knowledge scope.")]
 MermaidOpt = Annotated[bool, typer.Option("--mermaid", help="Print the Mermaid diagram.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")]
+HopsOpt = Annotated[int | None, typer.Option(
+    "--max-hops", min=1, max=3,
+    help="Also rank facts up to this many hops from the matched entities (1-3).")]
 AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the facts valid at this ISO date (default: now).")]
 ModelOpt = Annotated[str | None, typer.Option(

@@ -76,13 +76,14 @@ def ask(
     question: ask_mod.QuestionArg, scope: ask_mod.ScopeOpt = None,
     mermaid: ask_mod.MermaidOpt = False, as_json: ask_mod.JsonOpt = False,
     model: ask_mod.ModelOpt = None, as_of: ask_mod.AsOfOpt = None,
+    max_hops: ask_mod.HopsOpt = None,
 ) -> None:
     """Ask a question: streams the answer, then the cited facts and their sources."""
     from graph_flows.query.analyze import InvalidQueryError
 
     try:
         ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
-                            model, as_of)
+                            model, as_of, max_hops)
     except InvalidQueryError as exc:
         raise UserError(str(exc)) from None
 

@@ -34,6 +34,7 @@ from graph_flows.indexing.embed import entity_text
 from graph_flows.indexing.resolve import parse_date
 from graph_flows.indexing.sanitize import parse_valid_at, validate_extraction
 from graph_flows.indexing.schema import ExtractedEntity, ExtractedRelation, Extraction
+from graph_flows.indexing.types import normalize_attribute
 from graph_flows.query import analyze, sections
 from graph_flows.query.context import QueryContext
 from graph_flows.query.nodes import analyze_query, build_context, retrieve_knowledge
@@ -221,7 +222,7 @@ class KnowledgeTools:
         scores: dict[str, float] = {}
         rows: dict[str, Any] = {}
         with res.store.engine.connect() as conn:
-            for hit in search.fact_like(conn, scope, terms, pool):
+            for hit in search.fact_like(conn, scope, terms, pool, when):
                 rows[hit.fact.id], scores[hit.fact.id] = hit.fact, 1.0
             try:
                 vector = res.embeddings.embed_query(query)
@@ -230,7 +231,7 @@ class KnowledgeTools:
                               "text matches only")
                 vector = None
             if vector is not None:
-                for hit in search.fact_vector(conn, scope, vector, pool):
+                for hit in search.fact_vector(conn, scope, vector, pool, when):
                     if hit.fact.id in rows or hit.similarity >= RECALL_MIN_SIMILARITY:
                         rows.setdefault(hit.fact.id, hit.fact)
                         scores[hit.fact.id] = scores.get(hit.fact.id, 0.0) + hit.similarity
@@ -251,6 +252,7 @@ class KnowledgeTools:
     def _prepare(
         self, subject: str, predicate: str, object_: str, fact: str, subject_type: str,
         object_type: str, confidence: float, valid_at: str | None,
+        attribute: str | None = None,
     ) -> tuple[list[EntityIn], RelationIn, dict[str, Any]]:
         """Validate like extracted knowledge, resolve to stored entities, embed."""
         _check(isinstance(fact, str) and bool(fact.strip()), "fact must be a non-empty sentence.")
@@ -264,7 +266,7 @@ class KnowledgeTools:
                       ExtractedEntity(name=object_, type=object_type, confidence=confidence)],
             relations=[ExtractedRelation(subject=subject, predicate=predicate, object=object_,
                                          fact=fact, confidence=confidence,
-                                         valid_at=valid_at or None)])
+                                         valid_at=valid_at or None, attribute=attribute)])
         result = validate_extraction(ex, min_confidence=min_conf)
         if not result.relations:
             reasons = [r for r in _DROP_TEXT if result.dropped.get(r)]
@@ -291,11 +293,12 @@ class KnowledgeTools:
         ents = [EntityIn(name, type_, scope, "", conf, vec)
                 for (name, type_, conf), vec in zip(chosen, vectors[:2], strict=True)]
         relation = RelationIn(ents[0].id, rel.predicate, ents[1].id, rel.fact, scope,
-                              rel.confidence, vectors[2], valid_at=parse_date(rel.valid_at))
+                              rel.confidence, vectors[2], valid_at=parse_date(rel.valid_at),
+                              attribute=rel.attribute)
         info = {"subject": ents[0].name, "subject_type": ents[0].type,
                 "predicate": rel.predicate, "object": ents[1].name,
                 "object_type": ents[1].type, "fact": rel.fact, "confidence": rel.confidence,
-                "valid_at": _iso(relation.valid_at),
+                "valid_at": _iso(relation.valid_at), "attribute": rel.attribute,
                 "adjusted": {k: v for k, v in result.dropped.items() if k not in _DROP_TEXT},
                 "warnings": warnings}
         return ents, relation, info
@@ -303,13 +306,19 @@ class KnowledgeTools:
     def remember(
         self, subject: str, predicate: str, object: str, fact: str,  # noqa: A002
         subject_type: str = "concept", object_type: str = "concept", confidence: float = 0.9,
-        valid_at: str | None = None,
+        valid_at: str | None = None, attribute: str | None = None,
     ) -> dict[str, Any]:
+        if attribute is not None and attribute.strip():
+            _check(normalize_attribute(attribute) is not None,
+                   f"attribute {attribute[:40]!r} is not a property name: use snake_case "
+                   "letters, digits and underscores (at most 40), e.g. 'ceo'.")
         ents, relation, info = self._prepare(subject, predicate, object, fact, subject_type,
-                                             object_type, confidence, valid_at)
+                                             object_type, confidence, valid_at, attribute)
         with get_resources().store.transaction() as conn:
             fact_id = facts.remember_fact(conn, self.scope, ents, relation, relation.fact)
-        return {"stored": True, "fact_id": fact_id, "scope": self.scope, **info}
+            closed = facts.superseded_by(conn, fact_id)
+        return {"stored": True, "fact_id": fact_id, "scope": self.scope, **info,
+                "superseded": closed}
 
     # -- correct ---------------------------------------------------------------------------
     def correct(
@@ -328,9 +337,10 @@ class KnowledgeTools:
         prepared = None
         if replacement is not None and replacement.strip():
             prepared = self._prepare(old.subject, old.fact.predicate, old.object, replacement,
-                                     old.subject_type, old.object_type, 0.9, None)
+                                     old.subject_type, old.object_type, 0.9, None,
+                                     old.attribute)
         with res.store.transaction() as conn:
-            invalid_at = facts.invalidate_fact(conn, scope, fact_id)
+            invalid_at = facts.invalidate_fact(conn, scope, fact_id, reason)
             new_id = None
             if prepared is not None:
                 ents, relation, _ = prepared
@@ -417,9 +427,14 @@ def build_server(scope: str | None = None) -> MCPServer:
         valid_at: Annotated[str | None, Field(
             description="Optional date from which the fact holds (YYYY, YYYY-MM, YYYY-MM-DD "
                         "or ISO 8601)")] = None,
+        attribute: Annotated[str | None, Field(
+            description="Optional single-valued property of the subject this fact sets "
+                        "(e.g. 'ceo', 'headquarters'): an older fact on the same subject and "
+                        "attribute with another object is then marked invalid, kept in "
+                        "history")] = None,
     ) -> dict[str, Any]:
         return tools.remember(subject, predicate, object, fact, subject_type, object_type,
-                              confidence, valid_at)
+                              confidence, valid_at, attribute)
 
     @server.tool(description=(
         "Mark a fact as no longer valid (sets invalid_at; the fact stays in history and is "
@@ -428,7 +443,8 @@ def build_server(scope: str | None = None) -> MCPServer:
     def correct(
         fact_id: Annotated[str, Field(description="Id of the fact (rel_…) from kag_query or "
                                                   "recall")],
-        reason: Annotated[str, Field(description="Why it is wrong (returned and logged)")] = "",
+        reason: Annotated[str, Field(
+            description="Why it is wrong (stored with the fact, returned and logged)")] = "",
         replacement: Annotated[str | None, Field(
             description="Optional corrected fact sentence (same subject, predicate and "
                         "object)")] = None,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
-from storage import ids
+from storage import ids, supersede
 from storage.bulk import stage
 from storage.models import DocumentIn, DocumentSync, RemovalReport
 
@@ -82,22 +82,28 @@ def delete_chunks(conn: Connection, chunk_ids: Sequence[str]) -> RemovalReport:
 def delete_orphans(
     conn: Connection, relation_ids: Sequence[str], entity_ids: Sequence[str]
 ) -> RemovalReport:
-    """Delete the given relations/entities that no longer have any provenance."""
-    rels = conn.execute(text("""
+    """Delete the given relations/entities that no longer have any provenance; facts those
+    relations had superseded are reopened (storage.supersede.reopen)."""
+    removed = list(conn.execute(text("""
         DELETE FROM relations r WHERE r.id = ANY(:ids)
-        AND NOT EXISTS (SELECT 1 FROM relation_provenance p WHERE p.relation_id = r.id)"""),
-        {"ids": list(relation_ids)}).rowcount if relation_ids else 0
+        AND NOT EXISTS (SELECT 1 FROM relation_provenance p WHERE p.relation_id = r.id)
+        RETURNING r.id"""), {"ids": list(relation_ids)}).scalars()) if relation_ids else []
+    rels = len(removed)
     if not entity_ids:
+        supersede.reopen(conn, removed)
         return RemovalReport(relations=rels)
     gone = list(conn.execute(text("""
         SELECT e.id FROM entities e WHERE e.id = ANY(:ids)
         AND NOT EXISTS (SELECT 1 FROM entity_provenance p WHERE p.entity_id = e.id)"""),
         {"ids": list(entity_ids)}).scalars())
     if gone:
-        rels += conn.execute(text(
-            "DELETE FROM relations WHERE subject_id = ANY(:ids) OR object_id = ANY(:ids)"),
-            {"ids": gone}).rowcount
+        cascade = list(conn.execute(text(
+            "DELETE FROM relations WHERE subject_id = ANY(:ids) OR object_id = ANY(:ids) "
+            "RETURNING id"), {"ids": gone}).scalars())
+        rels += len(cascade)
+        removed += cascade
         conn.execute(text("DELETE FROM entities WHERE id = ANY(:ids)"), {"ids": gone})
+    supersede.reopen(conn, removed)
     return RemovalReport(entities=len(gone), relations=rels)
 
 

@@ -50,6 +50,9 @@ class StoredFact:
     subject_type: str
     object: str
     object_type: str
+    attribute: str | None = None
+    invalidated_by: str | None = None
+    invalid_reason: str | None = None
 
 
 def mcp_document_id(scope: str) -> str:
@@ -127,15 +130,30 @@ def remember_fact(
     return rel.id
 
 
-def invalidate_fact(conn: Connection, scope: str, fact_id: str) -> datetime | None:
-    """Mark a fact of ``scope`` invalid from now (an already invalid one keeps its time).
+def invalidate_fact(
+    conn: Connection, scope: str, fact_id: str, reason: str = ""
+) -> datetime | None:
+    """Mark a fact of ``scope`` invalid from now (an already invalid one keeps its time and
+    reason); ``reason`` is kept as ``invalid_reason`` (default ``'corrected'``).
 
     Returns its ``invalid_at``, or None when no such fact exists in this scope. Never deletes.
     """
     return conn.execute(text("""
-        UPDATE relations SET invalid_at = coalesce(invalid_at, now()), updated_at = now()
+        UPDATE relations SET
+            invalid_reason = CASE WHEN invalid_at IS NULL THEN :why ELSE invalid_reason END,
+            invalid_at = coalesce(invalid_at, now()), updated_at = now()
         WHERE id = :id AND scope = :s RETURNING invalid_at"""),
-        {"id": fact_id, "s": scope}).scalar()
+        {"id": fact_id, "s": scope, "why": reason or "corrected"}).scalar()
+
+
+def superseded_by(conn: Connection, fact_id: str) -> list[dict[str, object]]:
+    """Facts that ``fact_id`` superseded (storage.supersede): id, sentence, invalid_at."""
+    rows = conn.execute(text("""
+        SELECT id, fact, invalid_at FROM relations
+        WHERE invalidated_by = :id AND invalid_reason = 'superseded' ORDER BY invalid_at, id"""),
+        {"id": fact_id}).all()
+    return [{"fact_id": r.id, "fact": r.fact,
+             "invalid_at": r.invalid_at.isoformat() if r.invalid_at else None} for r in rows]
 
 
 def get_fact(conn: Connection, scope: str, fact_id: str) -> StoredFact | None:
@@ -143,7 +161,7 @@ def get_fact(conn: Connection, scope: str, fact_id: str) -> StoredFact | None:
     r = conn.execute(text("""
         SELECT r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at,
                r.invalid_at, r.scope, se.name AS sn, se.type AS st, oe.name AS on_,
-               oe.type AS ot
+               oe.type AS ot, r.attribute, r.invalidated_by, r.invalid_reason
         FROM relations r JOIN entities se ON se.id = r.subject_id
         JOIN entities oe ON oe.id = r.object_id
         WHERE r.id = :id AND r.scope = :s"""), {"id": fact_id, "s": scope}).first()
@@ -151,7 +169,8 @@ def get_fact(conn: Connection, scope: str, fact_id: str) -> StoredFact | None:
         return None
     fact = Fact(r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at,
                 r.invalid_at)
-    return StoredFact(fact, r.scope, r.sn, r.st, r.on_, r.ot)
+    return StoredFact(fact, r.scope, r.sn, r.st, r.on_, r.ot, r.attribute, r.invalidated_by,
+                      r.invalid_reason)
 
 
 def entities_with_source(

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
 
+from storage import supersede
 from storage.bulk import stage, vector_literal
 from storage.ids import normalize_name
 from storage.models import EntityIn, RelationIn
@@ -34,9 +35,9 @@ ON CONFLICT (word) DO UPDATE SET n = w.n + EXCLUDED.n
 
 _RELATION_UPSERT = """
 INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
-                            embedding, valid_at, invalid_at)
+                            embedding, valid_at, invalid_at, attribute)
 SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
-       embedding::vector, valid_at, invalid_at
+       embedding::vector, valid_at, invalid_at, attribute
 FROM stage_relations
 ORDER BY id, confidence DESC
 ON CONFLICT (id) DO UPDATE SET
@@ -46,6 +47,7 @@ ON CONFLICT (id) DO UPDATE SET
                      THEN EXCLUDED.embedding ELSE COALESCE(r.embedding, EXCLUDED.embedding) END,
     valid_at = COALESCE(r.valid_at, EXCLUDED.valid_at),
     invalid_at = COALESCE(r.invalid_at, EXCLUDED.invalid_at),
+    attribute = COALESCE(r.attribute, EXCLUDED.attribute),
     updated_at = now()
 """
 
@@ -71,22 +73,27 @@ def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
 
 
 def upsert_relations(conn: Connection, relations: Sequence[RelationIn]) -> int:
-    """Bulk upsert relations (endpoints must exist) and their chunk provenance."""
+    """Bulk upsert relations (endpoints must exist) and their chunk provenance; facts on a
+    single-valued attribute then supersede contradicted ones (storage.supersede)."""
     if not relations:
         return 0
+    groups = [(r.scope, r.subject_id, r.attribute) for r in relations if r.attribute]
+    supersede.lock_groups(conn, groups)  # before any row lock: no deadlock between writers
     rows = [
         (r.id, r.scope, r.subject_id, r.object_id, r.predicate, r.fact, float(r.confidence),
-         vector_literal(r.embedding), r.valid_at, r.invalid_at)
+         vector_literal(r.embedding), r.valid_at, r.invalid_at, r.attribute)
         for r in relations
     ]
     stage(conn, "stage_relations",
           "id text, scope text, subject_id text, object_id text, predicate text, fact text, "
-          "confidence real, embedding text, valid_at timestamptz, invalid_at timestamptz",
+          "confidence real, embedding text, valid_at timestamptz, invalid_at timestamptz, "
+          "attribute text",
           ("id", "scope", "subject_id", "object_id", "predicate", "fact", "confidence",
-           "embedding", "valid_at", "invalid_at"), rows)
+           "embedding", "valid_at", "invalid_at", "attribute"), rows)
     conn.execute(text(_RELATION_UPSERT))
     prov = {(r.id, c) for r in relations for c in r.chunk_ids}
     _insert_provenance(conn, "relation_provenance", "relation_id", prov)
+    supersede.settle(conn, groups)
     return len(rows)
 
 

@@ -60,6 +60,9 @@ class RelationIn:
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     chunk_ids: tuple[str, ...] = ()
+    attribute: str | None = None
+    """Single-valued property of the subject this fact sets ("ceo"): a newer fact with the
+    same subject and attribute but another object supersedes it (storage.supersede)."""
 
     @property
     def id(self) -> str:

@@ -1,26 +1,27 @@
 """Multi-hop expansion: facts within ``max_hops`` of seed entities, by a bounded recursive CTE.
 
 A fact's hop is 1 + the distance of its nearer endpoint from the seeds (facts touching a seed
-are hop 1). The walk follows only currently valid facts of the one scope, is capped at
-:data:`MAX_HOPS` levels and deduplicates (entity, depth) pairs, so it visits each entity at
-most :data:`MAX_HOPS` times however cyclic the graph is. Results are ordered by hop, then
-confidence, and cut at ``limit``.
+are hop 1). The walk follows only facts valid at ``as_of`` (default now) of the scope (or
+scope chain), is capped at :data:`MAX_HOPS` levels, follows at most ``fanout`` facts out of
+each entity (the most confident) and deduplicates (entity, depth) pairs, so it visits each
+entity at most :data:`MAX_HOPS` times however cyclic the graph is and its size is bounded by
+seeds x fanout^(hops-1). Results are ordered by hop, then confidence, and cut at ``limit``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, text
 
 from storage.models import Fact
-from storage.search import _scopes
+from storage.search import _VALID, Scope, _scopes
 
 MAX_HOPS = 3
 MAX_LIMIT = 500
-
-_VALID = "(r.invalid_at IS NULL OR r.invalid_at > now())"
+MAX_FANOUT = 200
 
 _NEIGHBOURS = f"""
 WITH RECURSIVE walk(entity_id, depth) AS (
@@ -29,11 +30,13 @@ WITH RECURSIVE walk(entity_id, depth) AS (
     SELECT n.id, w.depth + 1
     FROM walk w
     CROSS JOIN LATERAL (
-        SELECT r.object_id AS id FROM relations r
-        WHERE r.subject_id = w.entity_id AND r.scope = ANY(:s) AND {_VALID}
-        UNION ALL
-        SELECT r.subject_id FROM relations r
-        WHERE r.object_id = w.entity_id AND r.scope = ANY(:s) AND {_VALID}
+        SELECT x.id FROM (
+            SELECT r.object_id AS id, r.confidence FROM relations r
+            WHERE r.subject_id = w.entity_id AND r.scope = ANY(:s) AND {_VALID}
+            UNION ALL
+            SELECT r.subject_id, r.confidence FROM relations r
+            WHERE r.object_id = w.entity_id AND r.scope = ANY(:s) AND {_VALID}
+        ) AS x ORDER BY x.confidence DESC, x.id LIMIT :fanout
     ) AS n
     WHERE w.depth < :max_depth
 ),
@@ -71,10 +74,11 @@ class HopFact:
 
 
 def neighbour_facts(
-    conn: Connection, scope: str, seed_ids: Sequence[str], max_hops: int, limit: int,
-    *, source: str | None = None,
+    conn: Connection, scope: Scope, seed_ids: Sequence[str], max_hops: int, limit: int,
+    *, source: str | None = None, as_of: Any = None, fanout: int = 50,
 ) -> list[HopFact]:
-    """Currently valid facts of ``scope`` within ``max_hops`` (1..3) of ``seed_ids``.
+    """Facts of ``scope`` (or a scope chain) valid at ``as_of`` (default now) within
+    ``max_hops`` (1..3) of ``seed_ids``, following at most ``fanout`` facts per entity.
 
     ``source``: only facts with provenance in a document of that source.
     """
@@ -82,11 +86,13 @@ def neighbour_facts(
         raise ValueError(f"max_hops must be 1..{MAX_HOPS}, got {max_hops}")
     if not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be 1..{MAX_LIMIT}, got {limit}")
+    if not 1 <= fanout <= MAX_FANOUT:
+        raise ValueError(f"fanout must be 1..{MAX_FANOUT}, got {fanout}")
     if not seed_ids:
         return []
     rows = conn.execute(text(_NEIGHBOURS), {
         "seeds": list(seed_ids), "s": _scopes(scope), "max_depth": max_hops - 1, "n": limit,
-        "source": source}).all()
+        "source": source, "as_of": as_of, "fanout": fanout}).all()
     return [HopFact(Fact(r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence,
                          r.valid_at, r.invalid_at), int(r.hop), r.subject_name, r.object_name)
             for r in rows]

@@ -34,13 +34,19 @@ def test_ask_streams_answer_then_sources(db_url: str) -> None:
     assert r.stdout.startswith("No-LLM mode: extractive answer")
     assert "Sources:" in r.stdout and "(history:history.md)" in r.stdout
     assert "graph LR" in r.stdout and "answer mode: extractive" in r.stdout
+    assert "confidence: " in r.stdout and "cited fact" in r.stdout
 
 
 def test_ask_json_has_the_whole_result(db_url: str) -> None:
     _seed(db_url)
     r = krag(["ask", "pgvector", "--json"], db_url)
     out = json.loads(r.stdout)
-    assert {"answer", "facts", "citations", "mermaid", "search_metrics"} <= out.keys()
+    assert {"answer", "facts", "citations", "mermaid", "search_metrics",
+            "answer_confidence"} <= out.keys()
+    r = krag(["ask", "pgvector", "--json", "--max-hops", "2"], db_url)
+    assert json.loads(r.stdout)["search_metrics"]["max_hops"] == 2
+    r = krag(["ask", "pgvector", "--max-hops", "4"], db_url)
+    assert r.returncode == 2 and "--max-hops" in r.stderr
 
 
 def test_ask_bad_input_is_one_line(db_url: str) -> None:

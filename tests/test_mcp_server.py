@@ -178,7 +178,9 @@ def test_remember_recall_correct(seeded_store: KnowledgeStore, db_url: str,
             assert fact_id not in {r["id"] for r in queried["relations"]}
             then = await _call(client, "recall", {"query": "Grace Hopper COBOL",
                                                   "as_of": "1990-01-01"})
-            assert fact_id not in {f["id"] for f in then["facts"]}  # invalid since now
+            # History: the record says valid from 1959 until corrected (now), so a past
+            # "as of" still sees it, like any closed fact.
+            assert fact_id in {f["id"] for f in then["facts"]}
 
             # Re-stating the triple updates its valid version (the replacement), never the
             # invalidated row; once that is corrected too, a third version is written.
@@ -199,9 +201,11 @@ def test_remember_recall_correct(seeded_store: KnowledgeStore, db_url: str,
 
     fact_id, replacement_id = asyncio.run(scenario())
     with seeded_store.engine.connect() as conn:
-        row = conn.execute(text("SELECT fact, invalid_at FROM relations WHERE id = :id"),
-                           {"id": fact_id}).one()
+        row = conn.execute(text(
+            "SELECT fact, invalid_at, invalid_reason FROM relations WHERE id = :id"),
+            {"id": fact_id}).one()
         assert row.invalid_at is not None  # kept, not deleted
+        assert row.invalid_reason == "wrong wording"
         assert row.fact == "Grace Hopper championed COBOL for business computing."
         status = conn.execute(text(
             "SELECT s.status FROM relation_provenance p JOIN extraction_status s "
@@ -272,3 +276,30 @@ def test_bad_transport_is_a_user_error() -> None:
 
 
 pytestmark = pytest.mark.timeout(300)
+
+
+def test_remember_on_a_single_valued_attribute_supersedes(
+        seeded_store: KnowledgeStore, db_url: str, tmp_path: Path) -> None:
+    async def scenario() -> None:
+        async with _stdio(db_url, tmp_path) as client:
+            base = {"subject": "Acme", "predicate": "relates_to", "subject_type": "company",
+                    "object_type": "person", "attribute": "Chief Executive Officer"}
+            first = await _call(client, "remember", {
+                **base, "object": "Alice Moreau", "valid_at": "2015",
+                "fact": "Alice Moreau is the CEO of Acme."})
+            assert first["attribute"] == "ceo" and first["superseded"] == []
+            second = await _call(client, "remember", {
+                **base, "object": "Bob Tanaka", "valid_at": "2021",
+                "fact": "Bob Tanaka is the CEO of Acme."})
+            assert [s["fact_id"] for s in second["superseded"]] == [first["fact_id"]]
+            assert second["superseded"][0]["invalid_at"].startswith("2021-01-01")
+            now = await _call(client, "recall", {"query": "CEO of Acme"})
+            assert {f["id"] for f in now["facts"]} >= {second["fact_id"]}
+            assert first["fact_id"] not in {f["id"] for f in now["facts"]}
+            then = await _call(client, "recall", {"query": "CEO of Acme", "as_of": "2018"})
+            assert first["fact_id"] in {f["id"] for f in then["facts"]}
+            bad = await _error(client, "remember", {
+                **base, "object": "Carol", "fact": "Carol runs Acme.", "attribute": "c e o;"})
+            assert "attribute" in bad and "snake_case" in bad
+
+    asyncio.run(scenario())

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import socket
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 import streamlit as st
+from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from graph_flows.runtime import Resources
 from graph_flows.settings import load_settings
 from storage import KnowledgeStore
+from storage.scopes import set_parent
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 from tests.query_fixtures import seed_graph
-from ui import backend
+from ui import backend, components
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "ui" / "app.py")
@@ -46,6 +49,22 @@ def _texts(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [t.value for t in at.text]
     parts += [c.value for c in at.caption] + [w.value for w in at.warning]
     return "\n".join(str(p) for p in parts)
+
+
+def _sql(url: str, statement: str, **params: object) -> None:
+    """Change the seeded database directly (dates, scope parents) before the app runs."""
+    store = KnowledgeStore.open(url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    try:
+        with store.transaction() as conn:
+            conn.execute(text(statement), params)
+    finally:
+        store.close()
+
+
+def _sources(at: AppTest) -> str:
+    """The last answer's Sources panel, backslash escapes removed."""
+    (panel,) = [e for e in at.chat_message[-1].expander if e.label.startswith("Sources")]
+    return "\n".join(m.value for m in panel.markdown).replace("\\", "")
 
 
 def _ask(at: AppTest, question: str) -> AppTest:
@@ -170,3 +189,121 @@ def test_explore_page_finds_entity_and_neighbours(seeded_url: str) -> None:
     nb = [b for b in at.button if b.label.replace("\\", "") == "London"]
     nb[0].click().run()
     assert "Capital city of England" in _texts(at).replace("\\", "")
+
+
+def test_explore_sees_the_ancestor_scopes(seeded_url: str) -> None:
+    """The seeded graph lives in "default"; a child scope of it finds it, a root does not."""
+    _sql(seeded_url, "INSERT INTO scopes (name) VALUES ('default'), ('other')")
+    _sql(seeded_url, "INSERT INTO scopes (name, parent) VALUES ('team', 'default')")
+    settings = load_settings()
+    res = backend.open_resources(backend.settings_key(settings))
+    hits = backend.find_entities(res, "team", "Babbage")
+    assert [e.name for e in hits] == ["Charles Babbage"]
+    hood = backend.neighbourhood(res, "team", hits[0].id)
+    assert "Charles Babbage lived in London." in {f["fact"] for f in hood["facts"]}
+    assert backend.find_entities(res, "other", "Babbage") == []
+
+
+CARDS = "The Analytical Engine uses punched cards."
+DESIGNED = "Charles Babbage designed the Analytical Engine in 1837."
+
+
+def test_scope_picker_labels_chains_and_caption_names_them(seeded_url: str) -> None:
+    store = KnowledgeStore.open(seeded_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    try:
+        with store.transaction() as conn:
+            set_parent(conn, "realm", "platform")
+            set_parent(conn, "team-a", "realm")
+    finally:
+        store.close()
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    picker = at.sidebar.selectbox[0]
+    assert picker.options == ["default", "platform", "realm  (realm › platform)",
+                              "team-a  (team-a › realm › platform)"]
+    caption = "\n".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert "Answers use: default" in caption and "uploads go to default" in caption
+
+    picker.select("team-a").run()
+    assert not at.exception, at.exception
+    assert at.session_state["scope"] == "team-a"  # the value is the name, not the label
+    caption = "\n".join(c.value for c in at.sidebar.caption).replace("\\", "")
+    assert "Answers use: team-a, realm, platform" in caption
+    assert "uploads go to team-a" in caption
+
+
+def test_as_of_date_reaches_the_query_and_shows_validity(seeded_url: str) -> None:
+    _sql(seeded_url, "UPDATE relations SET valid_at = '1996-01-01', invalid_at = '2020-01-01' "
+         "WHERE fact = :f", f=CARDS)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    _ask(at, "punched cards")
+    assert CARDS not in "\n".join(m.value for m in at.chat_message[-1].markdown)  # ended
+
+    at.sidebar.checkbox(key="as_of_enabled").check().run()
+    at.sidebar.date_input(key="as_of_date").set_value(date(2019, 6, 1)).run()
+    assert at.session_state["as_of"] == "2019-06-01"
+    _ask(at, "punched cards")
+    panel = _sources(at)
+    assert f"{CARDS} *(valid 1996-01-01 – 2020-01-01)*" in panel, panel
+    metrics = [c.value for c in at.chat_message[-1].caption if "retrieval" in c.value]
+    assert metrics and "as of 2019-06-01" in metrics[0].replace("\\", "")
+
+
+def test_sources_show_valid_from_and_confidence_caption(
+    seeded_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graph_flows import ask
+
+    _sql(seeded_url, "UPDATE relations SET valid_at = '1996-01-01' WHERE fact = :f", f=DESIGNED)
+    real = ask.run_query_streaming
+    reason = "3 of 4 cited facts were found by two or more search methods"
+
+    def with_confidence(*a, **k):
+        return {**real(*a, **k), "answer_confidence": {"label": "high", "reason": reason}}
+
+    monkeypatch.setattr(ask, "run_query_streaming", with_confidence)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    _ask(at, "Who designed the Analytical Engine?")
+    assert f"{DESIGNED} *(valid from 1996-01-01)*" in _sources(at)
+    captions = [c.value.replace("\\", "") for c in at.chat_message[-1].caption]
+    line = f"Confidence: high — {reason}"
+    assert line in captions, captions
+    assert captions.index(line) < next(i for i, c in enumerate(captions) if "retrieval" in c)
+
+
+def _extras(result: dict) -> None:
+    from ui import components
+
+    components.render_answer_extras(result, diagram=False)
+
+
+def test_answer_extras_without_confidence_or_dates() -> None:
+    result = {"answer": "x [F1]", "answer_mode": "extractive",
+              "citations": [{"label": "F1", "fact_id": "r1", "fact": "A knows B.", "sources": []}],
+              "facts": [{"id": "r1", "fact": "A knows B.", "valid_at": None, "invalid_at": None}]}
+    at = AppTest.from_function(_extras, args=(result,)).run()
+    assert not at.exception, at.exception
+    assert not any("Confidence" in c.value for c in at.caption)
+    (panel,) = at.expander
+    assert panel.markdown[0].value.replace("\\", "") == "**[F1]** A knows B."
+    assert components.confidence_line({}) is None
+    assert components.confidence_line({"answer_confidence": None}) is None
+    assert components.confidence_line({"answer_confidence": {"label": ""}}) is None
+    assert components.confidence_line(
+        {"answer_confidence": {"label": "low", "reason": "<b>[x](y)</b>"}}
+    ) == "Confidence: low — \\<b\\>\\[x\\]\\(y\\)\\</b\\>"
+
+
+def test_validity_and_chain_helpers() -> None:
+    start = datetime(1996, 1, 1, tzinfo=UTC)
+    assert components.validity({"valid_at": start}) == "valid from 1996-01-01"
+    assert components.validity({"valid_at": "1996-01-01T00:00:00+00:00",
+                                "invalid_at": "2021-06-30T00:00:00"}) == \
+        "valid 1996-01-01 – 2021-06-30"  # ISO strings, as after a JSON round trip
+    assert components.validity({"invalid_at": date(2021, 6, 30)}) == "until 2021-06-30"
+    assert components.validity({"valid_at": None, "invalid_at": "not a date"}) == ""
+    parents = {"team-a": "realm", "realm": "platform", "platform": None, "x": "y", "y": "x"}
+    assert backend.chain_of("team-a", parents) == ["team-a", "realm", "platform"]
+    assert backend.chain_of("x", parents) == ["x", "y"]  # a cycle cannot loop forever
+    assert components.scope_label("team-a", ["team-a", "realm"]) == "team-a  (team-a › realm)"
+    assert components.scope_label("platform", ["platform"]) == "platform"

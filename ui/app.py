@@ -21,12 +21,15 @@ st.set_page_config(page_title="krag", page_icon="🕸️", layout="wide")
 
 
 def sidebar(settings: Any, resources: Any, error: str | None) -> str:
-    """Statistics, scope, upload, model status; returns the chosen scope."""
+    """Scope (with its chain), "as of" date, statistics, upload; returns the chosen scope."""
     st.sidebar.title("krag")
     if resources is None:
         st.sidebar.error(f"Knowledge base unavailable: {error}")
         return st.session_state.get("scope", settings.scope if settings else "default")
-    scope = components.scope_picker(state.scope_options(resources, settings), settings.scope)
+    chains = state.scope_options(resources, settings)
+    scope = components.scope_picker(chains, settings.scope)
+    components.scope_caption(chains.get(scope, [scope]))
+    components.as_of_picker()
     try:
         counts = resources.store.counts(scope)
         cols = st.sidebar.columns(2)
@@ -97,7 +100,10 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
     history.append({"role": "user", "content": prompt})
     with st.chat_message("user"):
         st.text(prompt)
-    run = backend.QueryRun({"query": prompt, "scope": scope}, resources)
+    payload = {"query": prompt, "scope": scope}
+    if as_of := st.session_state.get("as_of"):
+        payload["as_of"] = as_of
+    run = backend.QueryRun(payload, resources)
     with st.chat_message("assistant"):
         text = st.write_stream(run.tokens())
         if run.error:
@@ -105,9 +111,10 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
             history.append({"role": "assistant", "content": f"Sorry, that failed: {run.error}",
                             "error": True})
             return
-        components.render_answer_extras(run.result)
+        result = {"as_of": as_of, **run.result} if as_of else run.result
+        components.render_answer_extras(result)
     history.append({"role": "assistant", "content": text if isinstance(text, str)
-                    else run.result.get("answer", ""), "result": run.result})
+                    else result.get("answer", ""), "result": result})
 
 
 def main() -> None:

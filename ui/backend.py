@@ -108,12 +108,31 @@ def md_escape(value: Any) -> str:
 
 
 # -- knowledge base -----------------------------------------------------------------------
-def scopes(resources: Resources) -> list[str]:
-    """Scopes that hold documents or entities, plus the configured default."""
+def scope_chains(resources: Resources) -> dict[str, list[str]]:
+    """Every known scope (declared, holding documents or entities, or the configured default),
+    sorted by name, mapped to its chain: the scope, then its ancestors, nearest first."""
+    from storage.scopes import list_scopes
+
     with resources.store.engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT scope FROM documents UNION SELECT scope FROM entities")).scalars().all()
-    return sorted({resources.settings.scope, *rows})
+        parents = dict(list_scopes(conn))
+        held = conn.execute(text("SELECT DISTINCT scope FROM entities")).scalars().all()
+    names = sorted({resources.settings.scope, *parents, *held})
+    return {name: chain_of(name, parents) for name in names}
+
+
+def chain_of(scope: str, parents: dict[str, str | None]) -> list[str]:
+    """``scope`` followed by its ancestors in ``parents`` (stops at a repeat or the depth cap)."""
+    from storage.scopes import MAX_DEPTH
+
+    chain = [scope]
+    while (parent := parents.get(chain[-1])) and parent not in chain and len(chain) < MAX_DEPTH:
+        chain.append(parent)
+    return chain
+
+
+def scopes(resources: Resources) -> list[str]:
+    """Names of every known scope (see :func:`scope_chains`)."""
+    return list(scope_chains(resources))
 
 
 # -- upload -------------------------------------------------------------------------------
@@ -189,14 +208,18 @@ def ingest_files(
 
 # -- explore ------------------------------------------------------------------------------
 def find_entities(resources: Resources, scope: str, term: str, limit: int = 10) -> list[Any]:
-    """Entities whose name matches ``term`` (exact, substring, then trigram-fuzzy)."""
+    """Entities of ``scope`` or its ancestors whose name matches ``term`` (exact, substring,
+    then trigram-fuzzy)."""
     from storage import search
     from storage.ids import normalize_name
+
+    from storage.scopes import scope_chain
 
     term = term.strip()[:200]
     if not term:
         return []
     with resources.store.engine.connect() as conn:
+        scope = scope_chain(conn, scope)  # own scope and its ancestors, like a query
         hits = search.entity_exact(conn, scope, [normalize_name(term)])
         hits += search.entity_like(conn, scope, [term], limit)
         hits += search.entity_fuzzy(conn, scope, [term], limit)
@@ -210,8 +233,10 @@ def neighbourhood(resources: Resources, scope: str, entity_id: str,
                   limit: int = 30) -> dict[str, Any]:
     """An entity, its facts (with both endpoint names) and its neighbours."""
     from storage import search
+    from storage.scopes import scope_chain
 
     with resources.store.engine.connect() as conn:
+        scope = scope_chain(conn, scope)  # own scope and its ancestors, like a query
         (entity,) = search.entities_by_ids(conn, scope, [entity_id]) or (None,)
         if entity is None:
             return {}

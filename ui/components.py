@@ -9,6 +9,7 @@ component, where the diagram source is HTML-escaped and mermaid runs with
 from __future__ import annotations
 
 import html
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -67,18 +68,46 @@ def render_mermaid(diagram: str) -> None:
         st.caption(SETUP_HINT)
 
 
+def _day(value: Any) -> str | None:
+    """``YYYY-MM-DD`` of a datetime, date or ISO string (as after a JSON round trip)."""
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()[:10]
+    if isinstance(value, str) and value.strip():
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def validity(fact: dict[str, Any]) -> str:
+    """When a fact holds: "valid from A", "valid A – B", "until B", or "" when unknown."""
+    start, end = _day(fact.get("valid_at")), _day(fact.get("invalid_at"))
+    if start and end:
+        return f"valid {start} – {end}"
+    if start:
+        return f"valid from {start}"
+    return f"until {end}" if end else ""
+
+
+def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:
+    docs = "; ".join(f"{s.get('title') or s.get('source')} ({s.get('uri')})"
+                     for s in c.get("sources", []))
+    when = validity(fact) or validity(c)
+    return (f"**\\[{md_escape(c.get('label', ''))}\\]** {md_escape(c.get('fact', ''))}"
+            + (f" *({md_escape(when)})*" if when else "")
+            + (f"  \n*from:* {md_escape(docs)}" if docs else ""))
+
+
 def render_sources(result: dict[str, Any]) -> None:
-    """Expandable panel: cited facts with their documents, then entity definitions."""
+    """Expandable panel: cited facts with their validity and documents, then definitions."""
     citations, entities = result.get("citations") or [], result.get("entities") or []
     if not citations and not entities:
         return
+    facts = {f.get("id"): f for f in result.get("facts") or [] if isinstance(f, dict)}
     with st.expander(f"Sources ({len(citations)} cited facts)"):
         for c in citations:
-            docs = "; ".join(
-                f"{s.get('title') or s.get('source')} ({s.get('uri')})"
-                for s in c.get("sources", []))
-            st.markdown(f"**\\[{md_escape(c.get('label', ''))}\\]** {md_escape(c.get('fact', ''))}"
-                        + (f"  \n*from:* {md_escape(docs)}" if docs else ""))
+            st.markdown(_citation_line(c, facts.get(c.get("fact_id"), {})))
         if entities:
             st.markdown("**Entities**")
             for e in entities[:12]:
@@ -94,17 +123,30 @@ def render_metrics(result: dict[str, Any]) -> None:
     fallback = m.get("fallback") or {}
     fb = ", ".join(md_escape(k) for k, v in fallback.items() if v) if isinstance(fallback, dict) \
         else md_escape(fallback)
+    as_of = f" · as of {md_escape(result['as_of'])}" if result.get("as_of") else ""
     st.caption(f"answer: {md_escape(result.get('answer_mode', '?'))} · methods: {methods} · "
-               f"vector fallback: {fb or 'no'} · retrieval {float(m.get('total_ms') or 0):.0f} ms")
+               f"vector fallback: {fb or 'no'} · retrieval {float(m.get('total_ms') or 0):.0f} ms"
+               + as_of)
     for err in result.get("errors") or []:
         st.caption(f"note: {md_escape(err)}")
 
 
+def confidence_line(result: dict[str, Any]) -> str | None:
+    """ "Confidence: label — reason" (escaped) from ``answer_confidence``, or None if absent."""
+    conf = result.get("answer_confidence")
+    if not isinstance(conf, dict) or not conf.get("label"):
+        return None
+    reason = str(conf.get("reason") or "").strip()
+    return f"Confidence: {md_escape(conf['label'])}" + (f" — {md_escape(reason)}" if reason else "")
+
+
 def render_answer_extras(result: dict[str, Any], *, diagram: bool = True) -> None:
-    """Everything under an answer: diagram, sources, metrics."""
+    """Everything under an answer: diagram, sources, confidence, metrics."""
     if diagram:
         render_mermaid(result.get("mermaid", ""))
     render_sources(result)
+    if line := confidence_line(result):
+        st.caption(line)
     render_metrics(result)
 
 
@@ -125,12 +167,38 @@ def no_llm_banner(notice: str) -> None:
     st.warning(f"**No-LLM mode.** {md_escape(notice)}\n\n{NO_LLM_HELP}")
 
 
-def scope_picker(options: list[str], default: str) -> str:
-    """Sidebar select of known scopes; the choice is kept in ``session_state['scope']``."""
+def scope_label(name: str, chain: list[str]) -> str:
+    """``team-a  (team-a › realm › platform)`` for a nested scope, the plain name for a root."""
+    return f"{name}  ({' › '.join(chain)})" if len(chain) > 1 else name
+
+
+def scope_picker(chains: dict[str, list[str]], default: str) -> str:
+    """Sidebar select of known scopes, labelled with their chains; the choice (a scope name)
+    is kept in ``session_state['scope']``."""
     current = st.session_state.get("scope", default)
-    if current not in options:
-        options = [*options, current]
-    choice = st.sidebar.selectbox("Scope", options, index=options.index(current),
-                                  help="Knowledge scope (tenant/project) to search.")
+    options = list(chains) if current in chains else [*chains, current]
+    choice = st.sidebar.selectbox(
+        "Scope", options, index=options.index(current),
+        format_func=lambda name: scope_label(name, chains.get(name, [name])),
+        help="Knowledge scope (tenant/project). A query sees its scope and its ancestors'.")
     st.session_state["scope"] = choice
     return choice
+
+
+def scope_caption(chain: list[str]) -> None:
+    """Under the picker: the scopes answers read (own + ancestors), the one uploads write to."""
+    st.sidebar.caption(f"Answers use: {md_escape(', '.join(chain))}  \n"
+                       f"uploads go to {md_escape(chain[0])}")
+
+
+def as_of_picker() -> str | None:
+    """Optional "as of" date (ISO) in the sidebar, kept in ``session_state['as_of']``."""
+    as_of = None
+    if st.sidebar.checkbox("Answer as of a past date", key="as_of_enabled",
+                           help="Answer from the facts that were valid on that date."):
+        today = date.today()
+        picked = st.sidebar.date_input("As of", value=today, min_value=date(1000, 1, 1),
+                                       max_value=today, key="as_of_date")
+        as_of = picked.isoformat() if isinstance(picked, date) else None
+    st.session_state["as_of"] = as_of
+    return as_of

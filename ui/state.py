@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import streamlit as st
@@ -32,8 +33,10 @@ def load() -> tuple[Settings | None, Any, str | None]:
         return settings, None, backend.friendly_error(exc)
 
 
-def scope_options(resources: Any, settings: Settings) -> list[str]:
+def scope_options(resources: Any, settings: Settings) -> dict[str, list[str]]:
+    """Known scopes mapped to their chains (scope, parent, ...); the default scope on failure."""
     try:
-        return backend.scopes(resources)
+        return backend.scope_chains(resources)
     except Exception:  # noqa: BLE001 - the picker still offers the default scope
-        return [settings.scope]
+        logging.getLogger("krag.ui").warning("scope list unavailable", exc_info=True)
+        return {settings.scope: [settings.scope]}

@@ -262,4 +262,4 @@ def _relation_in(r: dict[str, Any]) -> RelationIn:
                       object_id=r["object_id"], fact=r["fact"], scope=r["scope"],
                       confidence=r["confidence"], embedding=r.get("embedding"),
                       valid_at=datetime.fromisoformat(r["valid_at"]) if r["valid_at"] else None,
-                      chunk_ids=tuple(r["chunk_ids"]))
+                      chunk_ids=tuple(r["chunk_ids"]), attribute=r.get("attribute"))

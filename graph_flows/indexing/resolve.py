@@ -217,9 +217,11 @@ def build_relations(
                 out[rid] = cur = {"id": rid, "subject_id": ends[0], "object_id": ends[1],
                                   "predicate": rel["predicate"], "fact": rel["fact"],
                                   "scope": scope, "confidence": rel["confidence"],
-                                  "valid_at": None, "chunk_ids": []}
+                                  "valid_at": None, "chunk_ids": [],
+                                  "attribute": rel.get("attribute")}
             elif rel["confidence"] > cur["confidence"]:
                 cur["fact"], cur["confidence"] = rel["fact"], rel["confidence"]
+            cur["attribute"] = cur["attribute"] or rel.get("attribute")
             if when and (cur["valid_at"] is None or when.isoformat() < cur["valid_at"]):
                 cur["valid_at"] = when.isoformat()
             if cid not in cur["chunk_ids"]:

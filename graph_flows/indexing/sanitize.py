@@ -35,7 +35,11 @@ from graph_flows.indexing.schema import (
     Extraction,
     clamp_confidence,
 )
-from graph_flows.indexing.types import normalize_entity_type, normalize_relation_type
+from graph_flows.indexing.types import (
+    normalize_attribute,
+    normalize_entity_type,
+    normalize_relation_type,
+)
 
 __all__ = [
     "DROP_REASONS",
@@ -236,7 +240,7 @@ def _check_relation(
     subject, obj = clean_name(item.subject), clean_name(item.object)
     phrase = clean_name(item.predicate.replace("_", " "))
     fact = clean_name(item.fact) or f"{subject} {phrase} {obj}"
-    raw = (item.subject, item.object, item.predicate, item.fact)
+    raw = (item.subject, item.object, item.predicate, item.fact, item.attribute or "")
     if any(looks_like_injection(t) for t in (subject, obj, phrase, fact, *raw)):
         dropped["injection"] += 1
         return None
@@ -264,6 +268,7 @@ def _check_relation(
         fact=fact,
         confidence=confidence,
         valid_at=valid_at,
+        attribute=normalize_attribute(item.attribute),
     )
 
 

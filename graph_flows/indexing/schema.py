@@ -80,9 +80,21 @@ class ExtractedRelation(BaseModel):
         description="ISO date (YYYY, YYYY-MM or YYYY-MM-DD) from which the fact holds, "
         "only if the text says so; otherwise null.",
     )
+    attribute: str | None = Field(
+        default=None,
+        description="Only when the fact gives the value of a property the subject has one of "
+        "at a time (ceo, headquarters, owner, current_version, license, status, leader): that "
+        "property's name in snake_case; otherwise null.",
+    )
 
     _clamp = field_validator("confidence", mode="before")(clamp_confidence)
     _empty = field_validator("fact", mode="before")(_none_to_empty)
+
+    @field_validator("attribute", mode="before")
+    @classmethod
+    def _blank_attribute(cls, value: Any) -> Any:
+        """Empty strings and non-strings mean "no attribute"."""
+        return value if isinstance(value, str) and value.strip() else None
 
     @field_validator("valid_at", mode="before")
     @classmethod

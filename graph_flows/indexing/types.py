@@ -105,6 +105,28 @@ RELATION_TYPE_ALIASES: dict[str, str] = _table(
     }
 )
 
+# Single-valued attributes: a fact may name the property of its subject that holds one value
+# at a time; a newer fact on the same subject and attribute supersedes an older one
+# (storage.supersede). Any snake_case name is accepted; these aliases only merge spellings.
+ATTRIBUTE_ALIASES: dict[str, str] = _table(
+    {
+        "ceo": "chief executive|chief executive officer|chief_executive|chief exec|"
+        "managing director|president_and_ceo",
+        "headquarters": "hq|head office|headquarter|headquartered in|headquarters location|"
+        "main office|seat",
+        "leader": "head|led by|chair|chairman|chairperson|chief",
+        "owner": "owned by|parent company|parent|acquired by",
+        "current_version": "version|latest version|latest release|current release|release",
+        "license": "licence|licensed under|license type",
+        "maintainer": "maintained by|lead maintainer",
+        "status": "state|lifecycle status",
+        "employer": "works at|works for|employed by",
+        "spouse": "married to|husband|wife",
+        "capital": "capital city",
+    }
+)
+_ATTRIBUTE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
 _AUXILIARIES = ("is_", "are_", "was_", "were_", "be_", "been_", "being_", "has_been_")
 
 
@@ -133,6 +155,17 @@ def normalize_relation_type(raw: str | None) -> str:
         if candidate in RELATION_TYPE_ALIASES:
             return RELATION_TYPE_ALIASES[candidate]
     return DEFAULT_RELATION_TYPE
+
+
+def normalize_attribute(raw: str | None) -> str | None:
+    """A single-valued attribute name in snake_case (aliases merged), or None when absent or
+    not a plain name of at most 40 letters, digits and underscores."""
+    if raw is None or not str(raw).strip():
+        return None
+    key = _key(raw)
+    if not _ATTRIBUTE.fullmatch(key):
+        return None
+    return ATTRIBUTE_ALIASES.get(key, key)
 
 
 def _relation_candidates(key: str) -> list[str]:

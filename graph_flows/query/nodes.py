@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from graph_flows.query import analyze, answer, retrieval, sections
+from graph_flows.query import analyze, answer, retrieval, scoring, sections
 from graph_flows.query.context import QueryContext
 from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
@@ -41,6 +41,8 @@ def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
               (0.0 <= ctx.fallback_ratio <= 1.0, "fallback_ratio must be 0..1"),
               (0.0 <= ctx.trigram_threshold <= 1.0, "trigram_threshold must be 0..1"),
               (1 <= ctx.max_diagram_nodes <= 200, "max_diagram_nodes must be 1..200"),
+              (isinstance(ctx.max_hops, int) and 1 <= ctx.max_hops <= 3,
+               f"max_hops must be 1..3 (got {ctx.max_hops!r})"),
               (ctx.recipe in retrieval.RECIPES,
                f"recipe must be one of {', '.join(retrieval.RECIPES)} (got {ctx.recipe!r})")]
     for ok, message in checks:
@@ -126,7 +128,7 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
         fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
-        recipe=ctx.recipe)
+        recipe=ctx.recipe, max_hops=ctx.max_hops)
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
     deadline = state.get("deadline")
     found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,
@@ -169,7 +171,8 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
             closest = search.closest_entities(conn, visible, state["query"][:200])
         text, mode = answer.empty_answer(state["query"], [e.name for e in closest]), "empty"
         emit(text)
-        return {"answer": text, "answer_mode": mode, "citations": [], "errors": errors}
+        return {"answer": text, "answer_mode": mode, "citations": [], "errors": errors,
+                "answer_confidence": scoring.answer_confidence([], [])}
     model = res.chat_model(ctx.answer_model or res.settings.chat_model,
                            temperature=ctx.answer_temperature)
     text, mode = "", "llm"
@@ -205,4 +208,5 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
     cited, unknown = answer.citations(text, facts)
     if unknown:
         errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved fact")
-    return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors}
+    return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
+            "answer_confidence": scoring.answer_confidence(cited, facts)}

@@ -5,10 +5,15 @@ if together they found under ``fallback_ratio`` of the limit, HNSW KNN fills up.
 the fact text, trigram-ranked facts touching the retrieved entities, the same vector fallback.
 A method that fails is reported in the metrics and the others carry on.
 
+Multi-hop (``SearchConfig.max_hops`` > 1): a bounded recursive CTE (storage.multihop) walks
+from the top :data:`SEEDS` entities; in the split recipe facts two or more hops away take up
+to a quarter of the fact limit out of the trigram share (unused slots go back to it).
+
 Recipe ``"rrf"`` (``SearchConfig.recipe``): entities from LIKE, trigram, summary and vector
-fused by Reciprocal Rank Fusion (k = 60); facts from LIKE, endpoint-trigram and vector fused
-the same way, then MMR (lambda 0.7) drops near-duplicate facts. Every row in either recipe
-carries an ``agreement`` label (scoring.agreement).
+fused by Reciprocal Rank Fusion (k = 60); facts from LIKE, endpoint-trigram, vector and the
+graph-distance list (facts within ``max_hops`` of the seeds, nearest first) fused the same
+way, then MMR (lambda 0.7) drops near-duplicate facts. Every row in either recipe carries an
+``agreement`` label (scoring.agreement).
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
-from storage import scopes, search
+from storage import multihop, scopes, search
 
 # Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
 RECIPES = ("split", "rrf")
 RRF_K = 60
 MMR_LAMBDA = 0.7
+SEEDS = 5  # entities the graph walk starts from
+FANOUT = 50  # facts followed out of each entity per hop
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +46,7 @@ class SearchConfig:
     fallback_ratio: float = 0.5
     trigram_threshold: float = 0.1
     recipe: str = "split"  # one of RECIPES
+    max_hops: int = 1  # 1..multihop.MAX_HOPS
 
 
 @dataclass
@@ -102,6 +110,8 @@ def retrieve(
     """
     if cfg.recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)} (got {cfg.recipe!r})")
+    if not 1 <= cfg.max_hops <= multihop.MAX_HOPS:
+        raise ValueError(f"max_hops must be 1..{multihop.MAX_HOPS} (got {cfg.max_hops})")
     t0 = time.perf_counter()
     m = _Metrics(deadline)
     if cfg.recipe == "rrf":
@@ -129,9 +139,15 @@ def retrieve(
                          cfg.entity_limit)
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     ids = list(entities)
+    walk = None if cfg.max_hops < 2 else _POOL.submit(
+        m.run, engine, "fact_graph", _graph_hits, scope, ids[:SEEDS], cfg.max_hops,
+        cfg.fact_limit, as_of)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
                     predicates, 2 * f_trgm, as_of)
-    facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm)
+    far = [h for h in walk.result() if h.similarity < 1.0] if walk else []  # hop >= 2
+    g_n = min(len(far), cfg.fact_limit // 4, f_trgm)
+    facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm - g_n)
+    _add_fact_hits(facts, far, g_n)
     fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
     if fallback_f:
         vector = vector if vector is not None else _embed(m, embed_query)
@@ -141,12 +157,21 @@ def retrieve(
             _add_fact_hits(facts, hits, cfg.fact_limit - len(facts))
     result = _finish(engine, m, scope, entities, facts)
     result.metrics.update(
-        scopes=list(scope),
+        scopes=list(scope), recipe="split", max_hops=cfg.max_hops,
         fallback={"entities": fallback_e, "facts": fallback_f},
         split={"entity_like": e_like, "entity_trigram": e_trgm, "fact_like": f_like,
                "fact_trigram": f_trgm},
         total_ms=round((time.perf_counter() - t0) * 1000, 2))
     return result
+
+
+def _graph_hits(conn: Any, scope: Any, seeds: list[str], max_hops: int, limit: int,
+                as_of: Any) -> list[search.FactHit]:
+    """The graph-distance list: facts within ``max_hops`` of ``seeds``, nearest first.
+    ``similarity`` is 1 / hop (1.0 for facts touching a seed)."""
+    hops = multihop.neighbour_facts(conn, scope, seeds, max_hops, min(limit * 2,
+                                    multihop.MAX_LIMIT), as_of=as_of, fanout=FANOUT)
+    return [search.FactHit(h.fact, "graph", 1.0 / h.hop) for h in hops]
 
 
 def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
@@ -199,8 +224,8 @@ def _merge_entities(got: dict[str, list], like_n: int, trgm_n: int) -> dict[str,
 
 
 def _fact_row(hit: search.FactHit) -> dict[str, Any]:
-    return {**asdict(hit.fact), "methods": set(), "text_match": False,
-            "similarity": hit.similarity}
+    return {**asdict(hit.fact), "methods": set(), "text_match": False, "similarity": 0.0,
+            "hop": None}
 
 
 def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: int) -> None:
@@ -213,6 +238,10 @@ def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: in
             row = out[h.fact.id] = _fact_row(h)
             added += 1
         row["methods"].add(h.method)
+        if h.method == "graph":  # similarity is 1 / hop: graph distance, not text
+            hop = round(1 / h.similarity)
+            row["hop"] = hop if row["hop"] is None else min(row["hop"], hop)
+            continue
         row["similarity"] = max(row["similarity"], h.similarity)
         row["text_match"] |= h.method == "like" or h.similarity >= 0.6
 
@@ -325,15 +354,19 @@ def _retrieve_rrf(
                                "summary": got["entity_summary"], "vector": e_vec}, n_e)
     e_fused = scoring.rrf([[h.entity.id for h in hits] for hits in (
         got["entity_like"], got["entity_trigram"], got["entity_summary"], e_vec)], RRF_K)
+    walk = _POOL.submit(m.run, engine, "fact_graph", _graph_hits, scope,
+                        list(entities)[:SEEDS], cfg.max_hops, n_f, as_of)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, list(entities),
                     terms, predicates, n_f, as_of)
     f_vec = vec_jobs["fact_vector"].result() if vec_jobs else []
-    f_lists = {"like": got["fact_like"], "trigram": by_ends, "vector": f_vec}
+    f_lists = {"like": got["fact_like"], "trigram": by_ends, "vector": f_vec,
+               "graph": walk.result()}
     facts = _fuse_facts(f_lists, n_f)
     f_fused = scoring.rrf([[h.fact.id for h in hits] for hits in f_lists.values()], RRF_K)
     result = _finish(engine, m, scope, entities, facts, {**e_fused, **f_fused})
     result.metrics.update(
-        scopes=list(scope), recipe="rrf", fallback={"entities": False, "facts": False},
+        scopes=list(scope), recipe="rrf", max_hops=cfg.max_hops,
+        fallback={"entities": False, "facts": False},
         rrf={"k": RRF_K, "mmr_lambda": MMR_LAMBDA},
         total_ms=round((time.perf_counter() - t0) * 1000, 2))
     return result

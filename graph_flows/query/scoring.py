@@ -85,10 +85,43 @@ def mmr(candidates: Sequence[tuple[str, float, str]], limit: int,
 
 def agreement(methods: Sequence[str]) -> str:
     """"high": found by >= 2 distinct search methods ("endpoint" not counted); "medium":
-    one lexical method; "low": vector only, endpoint only, or nothing."""
+    one lexical method, or the graph walk from a matched entity; "low": vector only,
+    endpoint only, or nothing."""
     found = set(methods) - {"endpoint"}
     if len(found) >= 2:
         return "high"
-    if found & LEXICAL_METHODS:
+    if found & (LEXICAL_METHODS | {"graph"}):
         return "medium"
     return "low"
+
+
+_LEVELS = ("high", "medium", "low")
+
+
+def answer_confidence(cited: Sequence[dict], facts: Sequence[dict]) -> dict[str, str]:
+    """One label for an answer from the agreement of the facts it cites (by ``fact_id``).
+
+    "high": at least half of the cited facts were found by two or more methods; "medium":
+    some cited fact was found by at least one lexical or graph method; "low": only
+    vector-found facts cited, or none cited although facts were retrieved; "none": nothing
+    was retrieved."""
+    if not facts:
+        return {"label": "none", "reason": "nothing was retrieved"}
+    by_id = {f["id"]: f.get("agreement", "low") for f in facts}
+    labels = [by_id.get(c.get("fact_id"), "low") for c in cited]
+    if not labels:
+        return {"label": "low", "reason": "the answer cites none of the retrieved facts"}
+    n = {level: labels.count(level) for level in _LEVELS}
+    if 2 * n["high"] >= len(labels):
+        label = "high"
+    elif n["high"] or n["medium"]:
+        label = "medium"
+    else:
+        label = "low"
+    noun = "fact" if len(labels) == 1 else "facts"
+    verb = "was" if n["high"] == 1 else "were"
+    reason = (f"{n['high']} of {len(labels)} cited {noun} {verb} found by two or more "
+              "search methods")
+    if label == "low":
+        reason = f"the {len(labels)} cited fact(s) were found by vector similarity only"
+    return {"label": label, "reason": reason}

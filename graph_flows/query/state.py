@@ -45,6 +45,9 @@ class QueryState(QueryInput, total=False):
     """'llm', 'extractive' (no-LLM mode or LLM failure) or 'empty' (nothing retrieved)."""
     citations: list[dict[str, Any]]
     """Facts the answer cites: label, fact id, fact text, sources."""
+    answer_confidence: dict[str, str]
+    """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason, from the
+    agreement of the cited facts (scoring.answer_confidence)."""
     errors: Annotated[list[str], operator.add]
     """Degradations the user should know about (never stack traces)."""
 
@@ -56,6 +59,7 @@ class QueryOutput(TypedDict, total=False):
     answer: str
     answer_mode: str
     citations: list[dict[str, Any]]
+    answer_confidence: dict[str, str]
     facts: list[dict[str, Any]]
     entities: list[dict[str, Any]]
     mermaid: str
