@@ -89,8 +89,7 @@ def analysis_terms(query: str) -> tuple[list[str], list[str]]:
     """Terms and predicates exactly as ``nodes.retrieve_knowledge`` derives them."""
     q, hints = analyze.validate_input(query, None)
     terms = analyze.search_terms(analyze.heuristic_analysis(q, hints))
-    predicates = sorted({nodes._RELATION_WORDS[w] for t in terms for w in t.casefold().split()
-                         if w in nodes._RELATION_WORDS})
+    predicates = analyze.question_predicates(q, terms)
     return terms, predicates
 
 
@@ -99,7 +98,8 @@ def search_config() -> retrieval.SearchConfig:
     ctx = nodes._ctx(None)
     return retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
-        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold)
+        fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
+        recipe=ctx.recipe, max_hops=ctx.max_hops)
 
 
 class HashEmbedder:
@@ -330,13 +330,15 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def benchmark(
     engine: Any, scope: str, queries: Sequence[BenchQuery], *, embedder: Any = None,
     literal_queries: int = 50, warmup: Sequence[BenchQuery] = (),
-    explain_path: Path | None = None, log: Any = None, recipe: str = "split",
+    explain_path: Path | None = None, log: Any = None, recipe: str | None = None,
+    max_hops: int | None = None,
 ) -> dict[str, Any]:
     """Run ours over ``queries`` (and the literal recipe over a stratified subset, paired
     with ours query by query); return the report dict."""
     say = log or (lambda *_: None)
     embedder = embedder or HashEmbedder()
-    cfg = replace(search_config(), recipe=recipe)
+    cfg = search_config()
+    cfg = replace(cfg, recipe=recipe or cfg.recipe, max_hops=max_hops or cfg.max_hops)
     report: dict[str, Any] = {"queries": len(queries),
                               "query_kinds": {k: sum(q.kind == k for q in queries)
                                               for k in synthetic.QUERY_KINDS},
@@ -581,8 +583,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--hash-embedder", action="store_true",
                     help="random query vectors instead of MiniLM (no model needed)")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
-    ap.add_argument("--recipe", choices=retrieval.RECIPES, default="split",
-                    help="SearchConfig.recipe for retrieve() (default split)")
+    ap.add_argument("--recipe", choices=retrieval.RECIPES, default=None,
+                    help="SearchConfig.recipe for retrieve() (default: the query graph's)")
+    ap.add_argument("--max-hops", type=int, default=None, choices=(1, 2, 3),
+                    help="SearchConfig.max_hops for retrieve() (default: the query graph's)")
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # release the embedded handle
 
@@ -618,7 +622,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         literal_queries=args.literal_queries, warmup=warmup,
                         explain_path=None if args.no_explain
                         else args.out_dir / f"explain_{label}.txt", log=log,
-                        recipe=args.recipe)
+                        recipe=args.recipe, max_hops=args.max_hops)
         rep.update(label=label, params=params, load=load, graph=graph.stats,
                    machine=machine(), database=database_facts(store),
                    command="python -m bench.retrieval_latency " + " ".join(

@@ -102,6 +102,23 @@ def llm_analysis(model: Any, query: str, hints: list[str], prompt: str) -> dict[
             "intent": result.intent, "method": "llm"}
 
 
+_RELATION_WORDS = {"uses": "uses", "use": "uses", "using": "uses", "used": "uses",
+                   "contains": "contains", "contain": "contains", "contained": "contains",
+                   "includes": "contains", "include": "contains", "part": "part_of",
+                   "belong": "part_of", "belongs": "part_of", "defines": "defines",
+                   "define": "defines", "defined": "defines", "mentions": "mentions",
+                   "mention": "mentions", "mentioned": "mentions", "relate": "relates_to",
+                   "relates": "relates_to", "related": "relates_to"}
+
+
+def question_predicates(query: str, terms: list[str]) -> list[str]:
+    """Relation types the question's words name ("uses", "belongs" -> uses, part_of), from
+    the question and the search terms; they boost matching facts and guide the graph walk."""
+    words = _WORD.findall(query.casefold()) + [w for t in terms
+                                               for w in _WORD.findall(t.casefold())]
+    return sorted({_RELATION_WORDS[w] for w in words if w in _RELATION_WORDS})
+
+
 def search_terms(analysis: dict[str, Any]) -> list[str]:
     """Terms to search for, at most MAX_TERMS: whole entity names, keywords, then the
     distinctive words of multi-word names ("Edgar Codd" also finds "Edgar F. Codd")."""

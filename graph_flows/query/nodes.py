@@ -25,10 +25,6 @@ T = TypeVar("T")
 # when it takes longer, so retrieval and the answer keep the rest of the budget.
 ANALYSIS_SHARE = 1 / 3
 
-_RELATION_WORDS = {"uses": "uses", "use": "uses", "using": "uses", "contains": "contains",
-                   "contain": "contains", "part": "part_of", "defines": "defines",
-                   "define": "defines", "mentions": "mentions"}
-
 
 def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
     ctx = getattr(runtime, "context", None)
@@ -123,8 +119,7 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
     ctx = _ctx(runtime)
     res = get_resources()
     terms = analyze.search_terms(state["analysis"])
-    predicates = sorted({_RELATION_WORDS[w] for t in terms for w in t.casefold().split()
-                         if w in _RELATION_WORDS})
+    predicates = analyze.question_predicates(state["query"], terms)
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
         fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,

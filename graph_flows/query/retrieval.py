@@ -6,8 +6,9 @@ the fact text, trigram-ranked facts touching the retrieved entities, the same ve
 A method that fails is reported in the metrics and the others carry on.
 
 Multi-hop (``SearchConfig.max_hops`` > 1): a bounded recursive CTE (storage.multihop) walks
-from the top :data:`SEEDS` entities; in the split recipe facts two or more hops away take up
-to a quarter of the fact limit out of the trigram share (unused slots go back to it).
+from the top :data:`SEEDS` entities along the question's predicates first; in the split
+recipe the walk's best facts (any hop) take up to a quarter of the fact limit out of the
+trigram share (unused slots go back to it).
 
 Recipe ``"rrf"`` (``SearchConfig.recipe``): entities from LIKE, trigram, summary and vector
 fused by Reciprocal Rank Fusion (k = 60); facts from LIKE, endpoint-trigram, vector and the
@@ -140,14 +141,17 @@ def retrieve(
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     ids = list(entities)
     walk = None if cfg.max_hops < 2 else _POOL.submit(
-        m.run, engine, "fact_graph", _graph_hits, scope, ids[:SEEDS], cfg.max_hops,
-        cfg.fact_limit, as_of)
+        m.run, engine, "fact_graph", _graph_hits, scope, _seeds(entities), cfg.max_hops,
+        cfg.fact_limit, as_of, predicates)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
                     predicates, 2 * f_trgm, as_of)
-    far = [h for h in walk.result() if h.similarity < 1.0] if walk else []  # hop >= 2
-    g_n = min(len(far), cfg.fact_limit // 4, f_trgm)
-    facts = _merge_facts(got["fact_like"], by_ends, f_like, f_trgm - g_n)
-    _add_fact_hits(facts, far, g_n)
+    facts: dict[str, dict] = {}
+    _add_fact_hits(facts, got["fact_like"], f_like)
+    if walk is not None:  # the graph's best paths take up to a quarter, out of trigram's share
+        before = len(facts)
+        _add_fact_hits(facts, walk.result(), min(cfg.fact_limit // 4, f_trgm))
+        f_trgm -= len(facts) - before
+    _add_fact_hits(facts, by_ends, f_trgm)
     fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
     if fallback_f:
         vector = vector if vector is not None else _embed(m, embed_query)
@@ -165,13 +169,30 @@ def retrieve(
     return result
 
 
+def _seeds(entities: dict[str, dict]) -> list[str]:
+    """Where the graph walk starts: the entities the question names exactly, else the
+    :data:`SEEDS` best ranked."""
+    exact = [i for i, row in entities.items() if row["name_match"] and row["similarity"] >= 1]
+    return (exact or list(entities))[:SEEDS]
+
+
 def _graph_hits(conn: Any, scope: Any, seeds: list[str], max_hops: int, limit: int,
-                as_of: Any) -> list[search.FactHit]:
-    """The graph-distance list: facts within ``max_hops`` of ``seeds``, nearest first.
+                as_of: Any, predicates: Sequence[str]) -> list[search.FactHit]:
+    """The graph-distance list: facts within ``max_hops`` of ``seeds``, paths along the
+    question's predicates first, then nearest first (storage.multihop).
     ``similarity`` is 1 / hop (1.0 for facts touching a seed)."""
     hops = multihop.neighbour_facts(conn, scope, seeds, max_hops, min(limit * 2,
-                                    multihop.MAX_LIMIT), as_of=as_of, fanout=FANOUT)
-    return [search.FactHit(h.fact, "graph", 1.0 / h.hop) for h in hops]
+                                    multihop.MAX_LIMIT), as_of=as_of, fanout=FANOUT,
+                                    predicates=predicates)
+    by_id = {h.fact.id: h for h in hops}
+    ordered: dict[str, multihop.HopFact] = {}
+    for h in hops:  # each fact right after the fact that leads to it: paths stay whole
+        chain = [h]
+        while chain[-1].via in by_id and chain[-1].via not in ordered and len(chain) <= 3:
+            chain.append(by_id[chain[-1].via])
+        for link in reversed(chain):
+            ordered.setdefault(link.fact.id, link)
+    return [search.FactHit(h.fact, "graph", 1.0 / h.hop) for h in ordered.values()]
 
 
 def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
@@ -244,13 +265,6 @@ def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: in
             continue
         row["similarity"] = max(row["similarity"], h.similarity)
         row["text_match"] |= h.method == "like" or h.similarity >= 0.6
-
-
-def _merge_facts(like: list, by_ends: list, like_n: int, trgm_n: int) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    _add_fact_hits(out, like, like_n)
-    _add_fact_hits(out, by_ends, trgm_n)
-    return out
 
 
 def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
@@ -355,7 +369,7 @@ def _retrieve_rrf(
     e_fused = scoring.rrf([[h.entity.id for h in hits] for hits in (
         got["entity_like"], got["entity_trigram"], got["entity_summary"], e_vec)], RRF_K)
     walk = _POOL.submit(m.run, engine, "fact_graph", _graph_hits, scope,
-                        list(entities)[:SEEDS], cfg.max_hops, n_f, as_of)
+                        _seeds(entities), cfg.max_hops, n_f, as_of, predicates)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, list(entities),
                     terms, predicates, n_f, as_of)
     f_vec = vec_jobs["fact_vector"].result() if vec_jobs else []
