@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from graph_flows.query import sections
 from graph_flows.settings import Settings
 
 
@@ -35,23 +36,9 @@ def print_sources(console: Console, result: dict[str, Any]) -> None:
     facts = {f.get("id"): f for f in result.get("facts", [])}
     for c in result["citations"]:
         docs = ", ".join(f"{s['source']}:{s['uri']}" for s in c.get("sources", []))
-        when = validity(facts.get(c.get("fact_id"), {}))
+        when = sections.validity(facts.get(c.get("fact_id"), {}))
         console.print(f"  [{c['label']}] {c['fact']}" + (f"  [{when}]" if when else "")
                       + (f"  ({docs})" if docs else ""), markup=False, highlight=False)
-
-
-def _day(value: Any) -> str:
-    return str(value.isoformat() if hasattr(value, "isoformat") else value)[:10]
-
-
-def validity(fact: dict[str, Any]) -> str:
-    """'valid from 1996-01-01', 'valid 1996-01-01 - 2021-06-30', 'until 2021-06-30' or ''."""
-    start, end = fact.get("valid_at"), fact.get("invalid_at")
-    if start and end:
-        return f"valid {_day(start)} - {_day(end)}"
-    if start:
-        return f"valid from {_day(start)}"
-    return f"until {_day(end)}" if end else ""
 
 
 def ask_command(

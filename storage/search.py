@@ -193,17 +193,19 @@ _BY_ENDPOINTS = f"""
 WITH cand AS MATERIALIZED (
     SELECT {_F},
            (r.subject_id = ANY(:ids))::int + (r.object_id = ANY(:ids))::int AS ends,
-           (r.predicate = ANY(:predicates)) AS pred
+           (r.predicate = ANY(:predicates)) AS pred,
+           (SELECT count(*) FROM unnest(CAST(:pats AS text[])) AS p WHERE r.fact ILIKE p.p)
+               AS words
     FROM relations r
     WHERE r.scope = ANY(:s) AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids))
       AND {_VALID}
-    ORDER BY ends DESC, pred DESC, r.confidence DESC
+    ORDER BY ends DESC, pred DESC, words DESC, r.confidence DESC
     LIMIT :pool
 )
 SELECT c.*, (SELECT coalesce(max(word_similarity(t, c.fact)), 0)
                FROM unnest(CAST(:terms AS text[])) AS t) AS sim
 FROM cand c
-ORDER BY c.ends DESC, c.pred DESC, sim DESC, c.confidence DESC
+ORDER BY c.ends DESC, c.pred DESC, c.words DESC, sim DESC, c.confidence DESC
 LIMIT :n
 """
 
@@ -216,6 +218,7 @@ def fact_by_endpoints(
         return []
     rows = conn.execute(text(_BY_ENDPOINTS), {
         "s": _scopes(scope), "ids": list(entity_ids),
+        "pats": [contains_pattern(t) for t in terms if len(t) >= MIN_LIKE_CHARS],
         "terms": list(terms)[:SIMILARITY_TERMS] or [""],
         "predicates": list(predicates), "n": limit, "pool": limit * 2, "as_of": as_of}).all()
     return [FactHit(_fact(r), "trigram", float(r.sim)) for r in rows]

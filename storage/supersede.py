@@ -7,10 +7,12 @@ NULL) at any time. :func:`settle` restores that after writes and removals by rep
 group's open facts in write order (``created_at``; within one write, by ``valid_at``):
 
 * the next fact supersedes the current one, which gets ``invalid_at`` = the next fact's
-  ``valid_at`` (or now, when it has none), ``invalidated_by`` = its id and
+  ``valid_at`` (or now, when it has none: the undated fact then gets ``valid_at`` = now, so
+  "as of" a past date still sees the old value), ``invalidated_by`` = its id and
   ``invalid_reason`` = ``'superseded'``;
 * unless both carry dates and the next fact's is earlier: then the next fact is history, and
-  it is the one closed, at the current fact's ``valid_at``.
+  it is the one closed, at the earliest later ``valid_at`` in its group (open or closed): a
+  2016 report arriving after the 2019 and 2022 ones is valid 2016-2019.
 
 Nothing is deleted. When the superseding fact itself is removed (its documents are gone), the
 facts it closed are reopened and their groups settled again (:func:`reopen`).
@@ -38,6 +40,16 @@ JOIN unnest(CAST(:scopes AS text[]), CAST(:subjects AS text[]), CAST(:attrs AS t
   ON r.scope = g.scope AND r.subject_id = g.subject_id AND r.attribute = g.attribute
 WHERE r.invalid_at IS NULL
 ORDER BY r.scope, r.subject_id, r.attribute, r.created_at, r.valid_at NULLS LAST, r.id
+"""
+
+_DATED = """
+SELECT r.id, r.object_id, r.valid_at, r.scope, r.subject_id, r.attribute
+FROM relations r
+JOIN unnest(CAST(:scopes AS text[]), CAST(:subjects AS text[]), CAST(:attrs AS text[]))
+     AS g(scope, subject_id, attribute)
+  ON r.scope = g.scope AND r.subject_id = g.subject_id AND r.attribute = g.attribute
+WHERE r.valid_at IS NOT NULL
+ORDER BY r.valid_at, r.id
 """
 
 _CLOSE = """
@@ -69,10 +81,14 @@ def settle(conn: Connection, groups: Iterable[Group]) -> list[Closed]:
     keys = sorted(set(groups))
     if not keys:
         return []
-    rows = conn.execute(text(_OPEN), {
-        "scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
-        "attrs": [k[2] for k in keys]}).all()
+    params = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
+              "attrs": [k[2] for k in keys]}
+    rows = conn.execute(text(_OPEN), params).all()
+    dated: dict[Group, list[Any]] = {}
+    for d in conn.execute(text(_DATED), params).all():
+        dated.setdefault((d.scope, d.subject_id, d.attribute), []).append(d)
     closed: list[Closed] = []
+    undated: list[str] = []
     current: dict[Group, Any] = {}
     for row in rows:
         key = (row.scope, row.subject_id, row.attribute)
@@ -81,12 +97,19 @@ def settle(conn: Connection, groups: Iterable[Group]) -> list[Closed]:
             current[key] = row if cur is None else cur
             continue
         if cur.valid_at is not None and row.valid_at is not None and row.valid_at < cur.valid_at:
-            closed.append(Closed(row.id, cur.id, cur.valid_at))  # the new one is history
+            nxt = next(d for d in dated[key]  # the new one is history, up to the next value
+                       if d.valid_at > row.valid_at and d.object_id != row.object_id)
+            closed.append(Closed(row.id, nxt.id, nxt.valid_at))
             continue
         closed.append(Closed(cur.id, row.id, row.valid_at))
+        if row.valid_at is None:
+            undated.append(row.id)
         current[key] = row
     for c in closed:
         conn.execute(text(_CLOSE), {"at": c.at, "by": c.by, "id": c.id})
+    if undated:  # known from the moment it replaced the old value, not "always"
+        conn.execute(text("UPDATE relations SET valid_at = now() WHERE id = ANY(:ids) "
+                          "AND valid_at IS NULL"), {"ids": undated})
     return closed
 
 

@@ -1,4 +1,4 @@
-"""Contradictions on single-valued attributes: the newer fact closes the older one (history kept)."""
+"""Contradictions on single-valued attributes: a newer fact closes the older one, history kept."""
 
 from __future__ import annotations
 
@@ -97,6 +97,8 @@ def test_undated_facts_newest_write_wins_and_restating_changes_nothing(
     rows = _rows(store)
     assert rows[ALICE.id].invalid_at >= before - timedelta(seconds=5)  # closed "now"
     assert rows[ALICE.id].invalidated_by == rows[BOB.id].id and rows[BOB.id].invalid_at is None
+    assert rows[BOB.id].valid_at == rows[ALICE.id].invalid_at  # dated from the change
+    assert _current(store, as_of=before - timedelta(days=1)) == {"Alice Moreau"}
 
 
 def test_one_batch_with_three_values_leaves_the_latest_open(store: KnowledgeStore) -> None:
@@ -108,6 +110,19 @@ def test_one_batch_with_three_values_leaves_the_latest_open(store: KnowledgeStor
     assert rows[CAROL.id].invalid_at is None
     assert _current(store) == {"Carol Diaz"}
     assert _current(store, as_of=_day(2022)) == {"Bob Tanaka"}
+
+
+def test_a_late_history_report_is_valid_until_the_next_value(store: KnowledgeStore) -> None:
+    a, b, c = _chunk(store, "a"), _chunk(store, "b"), _chunk(store, "c")
+    _write(store, _ceo(BOB, 2019, b))
+    _write(store, _ceo(CAROL, 2022, c))
+    _write(store, _ceo(ALICE, 2015, a))  # the oldest report arrives last
+    rows = _rows(store)
+    assert rows[ALICE.id].invalid_at == _day(2019)  # not 2022: Bob came in between
+    assert rows[ALICE.id].invalidated_by == rows[BOB.id].id
+    assert rows[BOB.id].invalid_at == _day(2022) and rows[CAROL.id].invalid_at is None
+    assert _current(store, as_of=_day(2017)) == {"Alice Moreau"}
+    assert _current(store, as_of=_day(2020)) == {"Bob Tanaka"}
 
 
 def test_facts_without_the_attribute_are_multi_valued(store: KnowledgeStore) -> None:

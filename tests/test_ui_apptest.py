@@ -11,6 +11,7 @@ import streamlit as st
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
+from graph_flows.query import sections
 from graph_flows.runtime import Resources
 from graph_flows.settings import load_settings
 from storage import KnowledgeStore
@@ -296,12 +297,12 @@ def test_answer_extras_without_confidence_or_dates() -> None:
 
 def test_validity_and_chain_helpers() -> None:
     start = datetime(1996, 1, 1, tzinfo=UTC)
-    assert components.validity({"valid_at": start}) == "valid from 1996-01-01"
-    assert components.validity({"valid_at": "1996-01-01T00:00:00+00:00",
+    assert sections.validity({"valid_at": start}) == "valid from 1996-01-01"
+    assert sections.validity({"valid_at": "1996-01-01T00:00:00+00:00",
                                 "invalid_at": "2021-06-30T00:00:00"}) == \
         "valid 1996-01-01 – 2021-06-30"  # ISO strings, as after a JSON round trip
-    assert components.validity({"invalid_at": date(2021, 6, 30)}) == "until 2021-06-30"
-    assert components.validity({"valid_at": None, "invalid_at": "not a date"}) == ""
+    assert sections.validity({"invalid_at": date(2021, 6, 30)}) == "until 2021-06-30"
+    assert sections.validity({"valid_at": None, "invalid_at": "not a date"}) == ""
     parents = {"team-a": "realm", "realm": "platform", "platform": None, "x": "y", "y": "x"}
     assert backend.chain_of("team-a", parents) == ["team-a", "realm", "platform"]
     assert backend.chain_of("x", parents) == ["x", "y"]  # a cycle cannot loop forever

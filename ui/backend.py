@@ -212,7 +212,6 @@ def find_entities(resources: Resources, scope: str, term: str, limit: int = 10) 
     then trigram-fuzzy)."""
     from storage import search
     from storage.ids import normalize_name
-
     from storage.scopes import scope_chain
 
     term = term.strip()[:200]

@@ -17,6 +17,7 @@ from typing import Any
 import streamlit as st
 import streamlit.components.v1 as components
 
+from graph_flows.query.sections import validity
 from ui.backend import md_escape
 
 MERMAID_JS = Path(__file__).resolve().parent / "static" / "mermaid" / "mermaid.min.js"
@@ -66,28 +67,6 @@ def render_mermaid(diagram: str) -> None:
     else:
         st.code(diagram, language="text")
         st.caption(SETUP_HINT)
-
-
-def _day(value: Any) -> str | None:
-    """``YYYY-MM-DD`` of a datetime, date or ISO string (as after a JSON round trip)."""
-    if isinstance(value, date):  # datetime too
-        return value.isoformat()[:10]
-    if isinstance(value, str) and value.strip():
-        try:
-            return date.fromisoformat(value.strip()[:10]).isoformat()
-        except ValueError:
-            return None
-    return None
-
-
-def validity(fact: dict[str, Any]) -> str:
-    """When a fact holds: "valid from A", "valid A – B", "until B", or "" when unknown."""
-    start, end = _day(fact.get("valid_at")), _day(fact.get("invalid_at"))
-    if start and end:
-        return f"valid {start} – {end}"
-    if start:
-        return f"valid from {start}"
-    return f"until {end}" if end else ""
 
 
 def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:

@@ -74,6 +74,24 @@ def intent_from_cues(query: str) -> Intent:
     return "factual"
 
 
+_CONNECTORS = frozenset({"of", "de", "von", "van", "the", "and", "for", "&"})
+
+
+def _segments(words: list[str]) -> list[str]:
+    """The parts of a name joined by connectors, for when the phrase is not one name: "CEO of
+    Berora Software" -> "CEO", "Berora Software" (single words only when an acronym)."""
+    parts: list[list[str]] = [[]]
+    for w in words:
+        if w.casefold() in _CONNECTORS:
+            parts.append([])
+        else:
+            parts[-1].append(w)
+    if len(parts) < 2:
+        return []
+    return [" ".join(p) for p in parts if len(p) > 1 or (len(p) == 1 and p[0].isupper()
+                                                          and len(p[0]) > 1)]
+
+
 def heuristic_analysis(query: str, hints: list[str]) -> dict[str, Any]:
     """Quoted phrases and capitalised multi-word names whole; other words minus stopwords."""
     entities: list[str] = [m.strip() for m in _QUOTED.findall(query)]
@@ -84,6 +102,7 @@ def heuristic_analysis(query: str, hints: list[str]) -> dict[str, Any]:
             words.pop(0)
         if len(words) > 1 or (words and words[0].casefold() not in _STOPWORDS):
             entities.append(" ".join(words))
+            entities += _segments(words)
     rest = _CAPITALISED.sub(" ", rest)
     keywords = [w for w in _WORD.findall(rest) if w.casefold() not in _STOPWORDS
                 and (len(w) > 2 or w.isupper())]

@@ -25,9 +25,10 @@ class QueryContext:
         "description": "Ranking recipe: 'split' (LIKE/trigram share + vector fallback) or "
                        "'rrf' (LIKE, trigram, summary and vector fused by Reciprocal Rank "
                        "Fusion, near-duplicate facts dropped by MMR)."})
-    max_hops: int = field(default=1, metadata={
-        "description": "Graph expansion: facts up to this many hops (1-3) from the top "
-                       "matched entities join the ranking (a bounded recursive CTE)."})
+    max_hops: int = field(default=2, metadata={
+        "description": "Graph expansion: facts up to this many hops (1-3) from the entities "
+                       "the question names join the ranking (a bounded recursive CTE); 1 = "
+                       "only facts touching retrieved entities."})
     max_diagram_nodes: int = field(default=20, metadata={
         "description": "Largest Mermaid diagram (most relevant first)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})

@@ -6,7 +6,7 @@ the fact text, trigram-ranked facts touching the retrieved entities, the same ve
 A method that fails is reported in the metrics and the others carry on.
 
 Multi-hop (``SearchConfig.max_hops`` > 1): a bounded recursive CTE (storage.multihop) walks
-from the top :data:`SEEDS` entities along the question's predicates first; in the split
+from the entities the question names exactly, along the question's predicates first; in the split
 recipe the walk's best facts (any hop) take up to a quarter of the fact limit out of the
 trigram share (unused slots go back to it).
 
@@ -36,7 +36,7 @@ RECIPES = ("split", "rrf")
 RRF_K = 60
 MMR_LAMBDA = 0.7
 SEEDS = 5  # entities the graph walk starts from
-FANOUT = 50  # facts followed out of each entity per hop
+FANOUT = 20  # facts followed out of each entity per hop
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +47,7 @@ class SearchConfig:
     fallback_ratio: float = 0.5
     trigram_threshold: float = 0.1
     recipe: str = "split"  # one of RECIPES
-    max_hops: int = 1  # 1..multihop.MAX_HOPS
+    max_hops: int = 2  # 1..multihop.MAX_HOPS (measured best: docs/BENCHMARKS.md)
 
 
 @dataclass
@@ -139,9 +139,9 @@ def retrieve(
             hits = m.run(engine, "entity_vector", search.entity_vector, scope, vector,
                          cfg.entity_limit)
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
-    ids = list(entities)
-    walk = None if cfg.max_hops < 2 else _POOL.submit(
-        m.run, engine, "fact_graph", _graph_hits, scope, _seeds(entities), cfg.max_hops,
+    ids, seeds = list(entities), _seeds(entities)
+    walk = None if cfg.max_hops < 2 or not seeds else _POOL.submit(
+        m.run, engine, "fact_graph", _graph_hits, scope, seeds, cfg.max_hops,
         cfg.fact_limit, as_of, predicates)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,
                     predicates, 2 * f_trgm, as_of)
@@ -170,10 +170,11 @@ def retrieve(
 
 
 def _seeds(entities: dict[str, dict]) -> list[str]:
-    """Where the graph walk starts: the entities the question names exactly, else the
-    :data:`SEEDS` best ranked."""
+    """Where the graph walk starts: up to :data:`SEEDS` entities the question names exactly.
+    None (no walk) when it names none: a walk from fuzzy or vector hits costs time and
+    brings mostly noise (measured, docs/BENCHMARKS.md)."""
     exact = [i for i, row in entities.items() if row["name_match"] and row["similarity"] >= 1]
-    return (exact or list(entities))[:SEEDS]
+    return exact[:SEEDS]
 
 
 def _graph_hits(conn: Any, scope: Any, seeds: list[str], max_hops: int, limit: int,
@@ -368,13 +369,15 @@ def _retrieve_rrf(
                                "summary": got["entity_summary"], "vector": e_vec}, n_e)
     e_fused = scoring.rrf([[h.entity.id for h in hits] for hits in (
         got["entity_like"], got["entity_trigram"], got["entity_summary"], e_vec)], RRF_K)
-    walk = _POOL.submit(m.run, engine, "fact_graph", _graph_hits, scope,
-                        _seeds(entities), cfg.max_hops, n_f, as_of, predicates)
+    seeds = _seeds(entities)
+    walk = None if not seeds else _POOL.submit(
+        m.run, engine, "fact_graph", _graph_hits, scope, seeds, cfg.max_hops, n_f, as_of,
+        predicates)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, list(entities),
                     terms, predicates, n_f, as_of)
     f_vec = vec_jobs["fact_vector"].result() if vec_jobs else []
     f_lists = {"like": got["fact_like"], "trigram": by_ends, "vector": f_vec,
-               "graph": walk.result()}
+               "graph": walk.result() if walk else []}
     facts = _fuse_facts(f_lists, n_f)
     f_fused = scoring.rrf([[h.fact.id for h in hits] for hits in f_lists.values()], RRF_K)
     result = _finish(engine, m, scope, entities, facts, {**e_fused, **f_fused})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 
@@ -28,6 +29,28 @@ def _dates(f: dict[str, Any]) -> str:
     if invalid:
         parts.append(f"invalid since {str(invalid)[:10]}")
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def day(value: Any) -> str | None:
+    """``YYYY-MM-DD`` of a datetime, date or ISO string (as after a JSON round trip)."""
+    if isinstance(value, date):  # datetime too
+        return value.isoformat()[:10]
+    if isinstance(value, str) and value.strip():
+        try:
+            return date.fromisoformat(value.strip()[:10]).isoformat()
+        except ValueError:
+            return None
+    return None
+
+
+def validity(fact: dict[str, Any]) -> str:
+    """When a fact holds, for people: "valid from A", "valid A – B", "until B", or ""."""
+    start, end = day(fact.get("valid_at")), day(fact.get("invalid_at"))
+    if start and end:
+        return f"valid {start} – {end}"
+    if start:
+        return f"valid from {start}"
+    return f"until {end}" if end else ""
 
 
 def label_facts(facts: list[dict[str, Any]]) -> None:
