@@ -14,12 +14,13 @@ database (``CREATE DATABASE ... TEMPLATE``) so the loaded graph stays untouched:
   arrives last), or with the newest report undated. *Before*: the facts carry no attribute
   (every CEO stays valid, as before supersession existed). *After*: ``attribute="ceo"``.
   For "Who is the CEO of X?" (now, and as of 2020-06-01) it counts answers whose retrieved
-  CEO facts are exactly the right one, stale facts returned, write and retrieval time.
+  CEO facts are exactly the right one, stale facts returned, write and retrieval time. Both
+  databases are written round by round and asked question by question, alternately.
 * **scopes** -- platform (the loaded graph) > realm > team-a / team-b, with new entities and
   facts in realm, team-a and team-b. Questions asked from team-a name an entity of its own
   scope, of an ancestor or of the sibling team-b. *Before (isolated)*: flat scopes (no
   parents), *before (shared)*: everything in one scope, *after*: the hierarchy. Counts
-  found / leaked and retrieval time.
+  found / leaked and retrieval time; each question goes to the three layouts in turn.
 * **multihop** -- two-hop questions built from the graph ("What does the technology that A
   uses contain?": the second fact names neither A nor a word of the question) and the
   standard query mix, for recipes split/rrf x max_hops 1/2/3, configurations interleaved
@@ -133,75 +134,84 @@ def _ceo_sentence(f: dict[str, Any], org: str) -> str:
     return f"{f['person']} is the CEO of {org}."
 
 
-def write_temporal(store: KnowledgeStore, plan: list[dict[str, Any]], attribute: str | None
-                   ) -> list[float]:
-    """Three rounds (one document per organisation and round); ms per round."""
-    scope, ms = synthetic.SCOPE, []
-    for rnd in range(3):
-        t0 = time.perf_counter()
-        for p in plan:
-            f = p["arrival"][rnd]
-            sentence = _ceo_sentence(f, p["org"])
-            chunk = _document(store, scope, f"ceo-{rnd}-{p['org']}", sentence)
-            org = EntityIn(p["org"], "organization", scope, chunk_ids=(chunk,))
-            person = EntityIn(f["person"], "person", scope, chunk_ids=(chunk,))
-            when = datetime(f["year"], 1, 1, tzinfo=UTC) if f["dated"] else None
-            rel = RelationIn(org.id, "relates_to", person.id, sentence, scope, 0.9,
-                             valid_at=when, chunk_ids=(chunk,), attribute=attribute)
-            store.write_graph([org, person], [rel])
-        ms.append((time.perf_counter() - t0) * 1000)
-    return ms
+def write_round(store: KnowledgeStore, plan: list[dict[str, Any]], rnd: int,
+                attribute: str | None) -> float:
+    """Round ``rnd``: one document and fact per organisation; returns ms."""
+    scope = synthetic.SCOPE
+    t0 = time.perf_counter()
+    for p in plan:
+        f = p["arrival"][rnd]
+        sentence = _ceo_sentence(f, p["org"])
+        chunk = _document(store, scope, f"ceo-{rnd}-{p['org']}", sentence)
+        org = EntityIn(p["org"], "organization", scope, chunk_ids=(chunk,))
+        person = EntityIn(f["person"], "person", scope, chunk_ids=(chunk,))
+        when = datetime(f["year"], 1, 1, tzinfo=UTC) if f["dated"] else None
+        rel = RelationIn(org.id, "relates_to", person.id, sentence, scope, 0.9,
+                         valid_at=when, chunk_ids=(chunk,), attribute=attribute)
+        store.write_graph([org, person], [rel])
+    return (time.perf_counter() - t0) * 1000
 
 
-def score_temporal(engine: Any, plan: list[dict[str, Any]]) -> dict[str, Any]:
-    cfg = search_config()
-    out: dict[str, Any] = {}
-    for label, as_of, want in (("now", NOW_AS_OF, 2), ("as_of_2020", PAST_AS_OF, 1)):
-        exact = stale = found = 0
-        lat = []
-        by_style: dict[str, list[int]] = {}
-        for p in plan:
-            res, ms = ask(engine, synthetic.SCOPE, f"Who is the CEO of {p['org']}?", cfg,
-                          as_of)
-            lat.append(ms)
-            got = {f["fact"] for f in res.facts}
-            ceo = {_ceo_sentence(f, p["org"]) for f in p["facts"]} & got
-            right = _ceo_sentence(p["facts"][want], p["org"])
-            found += right in got
-            exact += ceo == {right}
-            stale += bool(ceo - {right})
-            by_style.setdefault(p["style"], []).append(int(ceo == {right}))
-        n = len(plan)
-        out[label] = {"questions": n, "right_fact_found_pct": _rate(found, n),
-                      "exactly_right_pct": _rate(exact, n), "stale_returned_pct": _rate(stale, n),
-                      "retrieve_ms": pct(lat),
-                      "exactly_right_by_style_pct": {
-                          k: _rate(sum(v), len(v)) for k, v in by_style.items()}}
-    return out
+class _Tally:
+    def __init__(self) -> None:
+        self.found = self.exact = self.stale = 0
+        self.ms: list[float] = []
+        self.by_style: dict[str, list[int]] = {}
+
+    def add(self, p: dict[str, Any], got: set[str], right: str, ms: float) -> None:
+        ceo = {_ceo_sentence(f, p["org"]) for f in p["facts"]} & got
+        self.ms.append(ms)
+        self.found += right in got
+        self.exact += ceo == {right}
+        self.stale += bool(ceo - {right})
+        self.by_style.setdefault(p["style"], []).append(int(ceo == {right}))
+
+    def report(self, n: int) -> dict[str, Any]:
+        return {"questions": n, "right_fact_found_pct": _rate(self.found, n),
+                "exactly_right_pct": _rate(self.exact, n),
+                "stale_returned_pct": _rate(self.stale, n), "retrieve_ms": pct(self.ms),
+                "exactly_right_by_style_pct": {
+                    k: _rate(sum(v), len(v)) for k, v in self.by_style.items()}}
 
 
 def run_temporal(server_url: str, base: str, graph: synthetic.SyntheticGraph, n: int,
                  log: Callable[[str], None]) -> dict[str, Any]:
+    """Both conditions built side by side, written and asked alternately (ratios in one run)."""
     plan = temporal_plan(graph, random.Random(7), n)
     report: dict[str, Any] = {"organisations": n, "styles": {
         s: sum(p["style"] == s for p in plan)
         for s in ("in-order", "out-of-order", "newest-undated")}}
-    for cond, attribute in (("before", None), ("after", "ceo")):
-        name = f"{base}_temporal_{cond}"
-        store = copy_database(server_url, base, name)
-        try:
-            write_ms = write_temporal(store, plan, attribute)
-            with store.engine.connect() as conn:
+    conds = {"before": None, "after": "ceo"}
+    stores = {c: copy_database(server_url, base, f"{base}_temporal_{c}") for c in conds}
+    try:
+        write_ms = {c: 0.0 for c in conds}
+        for rnd in range(3):
+            for c, attribute in conds.items():
+                write_ms[c] += write_round(stores[c], plan, rnd, attribute)
+        engines = {c: st.search_engine(60_000) for c, st in stores.items()}
+        cfg = search_config()
+        for label, as_of, want in (("now", NOW_AS_OF, 2), ("as_of_2020", PAST_AS_OF, 1)):
+            tally = {c: _Tally() for c in conds}
+            for i, p in enumerate(plan):
+                question = f"Who is the CEO of {p['org']}?"
+                right = _ceo_sentence(p["facts"][want], p["org"])
+                for c in (list(conds) if i % 2 == 0 else list(conds)[::-1]):
+                    res, ms = ask(engines[c], synthetic.SCOPE, question, cfg, as_of)
+                    tally[c].add(p, {f["fact"] for f in res.facts}, right, ms)
+            for c in conds:
+                report.setdefault(c, {})[label] = tally[c].report(len(plan))
+        for c, st in stores.items():
+            with st.engine.connect() as conn:
                 open_ = conn.execute(text(
                     "SELECT count(*) FROM relations WHERE fact LIKE '% CEO of %' "
                     "AND invalid_at IS NULL")).scalar()
-            report[cond] = {"write_ms_per_fact": round(sum(write_ms) / (3 * n), 2),
-                            "open_ceo_facts": open_,
-                            **score_temporal(store.search_engine(60_000), plan)}
-            log(f"temporal {cond}: {report[cond]}")
-        finally:
-            store.close()
-            drop_database(server_url, name)
+            report[c].update(write_ms_per_fact=round(write_ms[c] / (3 * n), 2),
+                             open_ceo_facts=open_)
+            log(f"temporal {c}: {report[c]}")
+    finally:
+        for c, st in stores.items():
+            st.close()
+            drop_database(server_url, f"{base}_temporal_{c}")
     return report
 
 
@@ -240,6 +250,7 @@ def write_scope_entities(store: KnowledgeStore, names: list[str], scope: str, gr
 
 def run_scopes(server_url: str, base: str, graph: synthetic.SyntheticGraph, n: int,
                log: Callable[[str], None]) -> dict[str, Any]:
+    """Three layouts built side by side; every question asked of all three in turn."""
     plan = scope_plan(graph, random.Random(11), n)
     platform = synthetic.SCOPE
     cfg = search_config()
@@ -248,34 +259,38 @@ def run_scopes(server_url: str, base: str, graph: synthetic.SyntheticGraph, n: i
         "before_isolated": {"realm": "realm", "team-a": "team-a", "team-b": "team-b"},
         "before_shared": {"realm": platform, "team-a": platform, "team-b": platform},
         "after": {"realm": "realm", "team-a": "team-a", "team-b": "team-b"}}
-    for cond, where in layouts.items():
-        name = f"{base}_scopes_{cond}"
-        store = copy_database(server_url, base, name)
-        try:
+    askers = {"before_isolated": "team-a", "before_shared": platform, "after": "team-a"}
+    stores = {c: copy_database(server_url, base, f"{base}_scopes_{c}") for c in layouts}
+    try:
+        for cond, where in layouts.items():
             for group in ("realm", "team-a", "team-b"):
-                write_scope_entities(store, plan[group], where[group], group)
-            if cond == "after":
-                with store.transaction() as conn:
-                    scopes.set_parent(conn, "realm", platform)
-                    scopes.set_parent(conn, "team-a", "realm")
-                    scopes.set_parent(conn, "team-b", "realm")
-            asker = platform if cond == "before_shared" else "team-a"
-            engine = store.search_engine(60_000)
-            rows: dict[str, Any] = {}
-            lat: list[float] = []
-            for group in ("team-a", "realm", "platform", "team-b"):
-                hit = 0
-                for entity in plan[group]:
-                    res, ms = ask(engine, asker, f"What does {entity} use?", cfg)
-                    lat.append(ms)
-                    hit += entity.casefold() in {e["name"].casefold() for e in res.entities}
-                key = "leaked_pct" if group == "team-b" else "found_pct"
-                rows[group] = {key: _rate(hit, len(plan[group]))}
-            report[cond] = {"asked_from": asker, **rows, "retrieve_ms": pct(lat)}
-            log(f"scopes {cond}: {report[cond]}")
-        finally:
-            store.close()
-            drop_database(server_url, name)
+                write_scope_entities(stores[cond], plan[group], where[group], group)
+        with stores["after"].transaction() as conn:
+            scopes.set_parent(conn, "realm", platform)
+            scopes.set_parent(conn, "team-a", "realm")
+            scopes.set_parent(conn, "team-b", "realm")
+        engines = {c: st.search_engine(60_000) for c, st in stores.items()}
+        hits = {c: {g: 0 for g in plan} for c in layouts}
+        lat: dict[str, list[float]] = {c: [] for c in layouts}
+        order = list(layouts)
+        i = 0
+        for group in ("team-a", "realm", "platform", "team-b"):
+            for entity in plan[group]:
+                i += 1
+                for c in order[i % 3:] + order[:i % 3]:
+                    res, ms = ask(engines[c], askers[c], f"What does {entity} use?", cfg)
+                    lat[c].append(ms)
+                    hits[c][group] += entity.casefold() in {
+                        e["name"].casefold() for e in res.entities}
+        for c in layouts:
+            rows = {g: {("leaked_pct" if g == "team-b" else "found_pct"):
+                        _rate(hits[c][g], len(plan[g]))} for g in plan}
+            report[c] = {"asked_from": askers[c], **rows, "retrieve_ms": pct(lat[c])}
+            log(f"scopes {c}: {report[c]}")
+    finally:
+        for c, st in stores.items():
+            st.close()
+            drop_database(server_url, f"{base}_scopes_{c}")
     return report
 
 

@@ -140,7 +140,7 @@ class KnowledgeTools:
             _check(0 < len(source_id) <= 500, "source_id must be 1..500 characters.")
         res, scope = get_resources(), self.scope
         # Named entities anchor the query: no vector fill-up diluting them.
-        ctx = QueryContext(entity_limit=limit, fact_limit=limit,
+        ctx = QueryContext(entity_limit=limit, fact_limit=limit, max_hops=max_hops,
                            fallback_ratio=0.0 if entities else 0.5)
         try:
             state = retrieval_graph.invoke(

@@ -55,26 +55,30 @@ reached AS (
     ORDER BY entity_id, depth, matched DESC, via
 ),
 hops AS (
-    SELECT DISTINCT ON (r.id) r.id, x.depth + 1 AS hop, x.matched + {_MATCH} AS matched,
-           x.via
+    SELECT DISTINCT ON (r.id) r.id, r.subject_id, r.predicate, r.object_id, r.fact,
+           r.confidence, r.valid_at, r.invalid_at, x.depth + 1 AS hop,
+           x.matched + {_MATCH} AS matched, x.via
     FROM reached x
     JOIN relations r ON r.scope = ANY(:s) AND {_VALID}
                     AND (r.subject_id = x.entity_id OR r.object_id = x.entity_id)
     ORDER BY r.id, x.depth, x.matched DESC
+),
+ranked AS (
+    SELECT h.* FROM hops h
+    WHERE (CAST(:source AS text) IS NULL OR EXISTS (
+        SELECT 1 FROM relation_provenance p JOIN chunks c ON c.id = p.chunk_id
+        JOIN documents d ON d.id = c.document_id
+        WHERE p.relation_id = h.id AND d.scope = ANY(:s) AND d.source = :source))
+    ORDER BY h.hop - h.matched, h.matched DESC, h.hop, h.confidence DESC, h.id
+    LIMIT :n
 )
-SELECT r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at,
-       r.invalid_at, h.hop, h.matched, h.via, se.name AS subject_name,
+SELECT h.id, h.subject_id, h.predicate, h.object_id, h.fact, h.confidence, h.valid_at,
+       h.invalid_at, h.hop, h.matched, h.via, se.name AS subject_name,
        oe.name AS object_name
-FROM hops h
-JOIN relations r ON r.id = h.id
-JOIN entities se ON se.id = r.subject_id
-JOIN entities oe ON oe.id = r.object_id
-WHERE (CAST(:source AS text) IS NULL OR EXISTS (
-    SELECT 1 FROM relation_provenance p JOIN chunks c ON c.id = p.chunk_id
-    JOIN documents d ON d.id = c.document_id
-    WHERE p.relation_id = r.id AND d.scope = ANY(:s) AND d.source = :source))
-ORDER BY h.hop - h.matched, h.matched DESC, h.hop, r.confidence DESC, r.id
-LIMIT :n
+FROM ranked h
+JOIN entities se ON se.id = h.subject_id
+JOIN entities oe ON oe.id = h.object_id
+ORDER BY h.hop - h.matched, h.matched DESC, h.hop, h.confidence DESC, h.id
 """
 
 

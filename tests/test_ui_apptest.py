@@ -89,6 +89,8 @@ def test_ask_streams_answer_with_sources_and_no_llm_banner(seeded_url: str) -> N
     assert "designed the Analytical Engine in 1837" in panel.replace("\\", "")
     assert "history" in panel  # the document the fact came from
     assert any("retrieval" in c.value and "ms" in c.value for c in at.caption)
+    assert any(c.value.startswith("Confidence: ") and "cited" in c.value
+               for c in at.caption)  # from the real query graph, not injected
     assert len(at.session_state["history"]) == 2
 
     _ask(at, "What does pgvector add?")  # the session keeps going, history replayed
