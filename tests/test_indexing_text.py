@@ -20,7 +20,7 @@ from graph_flows.indexing.loaders import (
     load_path,
     load_text,
 )
-from graph_flows.indexing.rule_extractor import extract_rules
+from graph_flows.indexing.rule_extractor import extract_rules, sentence_year
 from graph_flows.indexing.sanitize import (
     looks_like_injection,
     sanitize_for_prompt,
@@ -656,6 +656,26 @@ def test_rule_extractor_output_through_validation() -> None:
     assert all(r.predicate != "mentions" for r in strict.relations)
     loose = validate_extraction(ex, min_confidence=0.3)
     assert len(loose.relations) == len(ex.relations) and loose.dropped == {}
+
+
+def test_rule_extractor_dates_and_single_valued_attributes() -> None:
+    got = {(r.subject, r.object): (r.predicate, r.valid_at, r.attribute)
+           for t in ("Acme Corp is headquartered in Paris.",
+                     "Since 2021 Acme Corp is headquartered in Lyon.",
+                     "Acme Corp was acquired by Globex in March 2019.",
+                     "Edgar Codd proposed the Relational Model in 1970.",
+                     "The Ingres Project was led by Michael Stonebraker from 1973 to 1985.")
+           for r in extract_rules(t).relations}
+    assert got[("Acme Corp", "Paris")] == ("relates_to", None, "headquarters")
+    assert got[("Acme Corp", "Lyon")] == ("relates_to", "2021", "headquarters")
+    assert got[("Acme Corp", "Globex")] == ("relates_to", "2019", "owner")
+    assert got[("Edgar Codd", "Relational Model")] == ("relates_to", "1970", None)
+    assert got[("Ingres Project", "Michael Stonebraker")] == ("relates_to", "1973", "leader")
+    assert sentence_year("Built in 1996, rebuilt in 1996.") == "1996"
+    assert sentence_year("Built in 1996 and rebuilt in 2004.") is None  # which one?
+    assert sentence_year("No date here, only 1996 as a number.") is None
+    checked = validate_extraction(extract_rules("Since 2021 Acme Corp is headquartered in Lyon."))
+    assert [(r.attribute, r.valid_at) for r in checked.relations] == [("headquarters", "2021")]
 
 
 def test_rule_extractor_edge_cases() -> None:

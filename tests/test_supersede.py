@@ -254,3 +254,23 @@ def test_correct_keeps_the_reason(store: KnowledgeStore, reason: str, stored: st
     with store.engine.connect() as conn:
         got = facts.get_fact(conn, "default", fid)
     assert got is not None and got.invalid_reason == stored and got.attribute == "ceo"
+
+
+def test_no_llm_mode_supersedes_a_moved_headquarters(store: KnowledgeStore) -> None:
+    """The rule extractor names the attribute too: no LLM needed for supersession."""
+    from graph_flows.runtime import NO_LLM
+
+    res = Resources(Settings(_env_file=None), store, DeterministicFakeEmbedding(size=384),
+                    chat_override=NO_LLM)
+    runner.clear_model_cache()
+    with use_resources(res):
+        runner.run_indexing({"texts": ["Acme Corp is headquartered in Paris."],
+                             "source": "old"}, IndexingContext())
+        runner.run_indexing({"texts": ["Since 2021 Acme Corp is headquartered in Lyon."],
+                             "source": "new"}, IndexingContext())
+    runner.clear_model_cache()
+    with store.engine.connect() as c:
+        got = {r.fact: (r.attribute, r.invalid_at) for r in c.execute(text(
+            "SELECT fact, attribute, invalid_at FROM relations")).all()}
+    assert got == {"Acme Corp is headquartered in Paris.": ("headquarters", _day(2021)),
+                   "Since 2021 Acme Corp is headquartered in Lyon.": ("headquarters", None)}

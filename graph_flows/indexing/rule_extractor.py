@@ -24,6 +24,12 @@ Relations (one sentence at a time, between neighbouring mentions):
   "was founded by" with subject and object swapped ...) -> that type, confidence 0.7-0.8.
   For uses/contains/part_of/defines a lowercase noun phrase after the verb is accepted as the
   object ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
+* One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "X is
+  headquartered in Y" (headquarters), "X was acquired by Y" (owner), "led by" (leader),
+  "maintained by", "released under" (license) -> relates_to with that ``attribute``, so a
+  newer statement supersedes an older one (storage.supersede).
+* Date: when the sentence names exactly one year ("in 1996", "since March 2021") a verb
+  relation gets it as ``valid_at``; several different years -> no date.
 * Fact: the sentence (a 300-character window around the two mentions when longer).
 * Other neighbouring mentions of a sentence -> ``mentions`` at confidence 0.3, at most three
   per sentence. 0.3 is below the default validation threshold (0.6): these co-occurrence
@@ -64,6 +70,14 @@ _VERBS = [
      rtype, swap, confidence)
     for verb, rtype, swap, confidence in lex.VERB_PATTERNS
 ]
+
+
+_ATTRIBUTES = [
+    (re.compile(rf"^\s*,?\s*(?:{lex.ADVERBS}\s+)?(?:{verb})\s+(?:{lex.DETERMINERS}\s+)?$", re.I),
+     rtype, swap, confidence, attribute)
+    for verb, rtype, swap, confidence, attribute in lex.ATTRIBUTE_PATTERNS
+]
+_YEAR = re.compile(lex.YEAR, re.I)
 
 
 @dataclass
@@ -155,12 +169,27 @@ def _relate(found: _Found, sentence: str, mentions: list[Mention]) -> None:
 def _verb_relation(
     sentence: str, left: Mention, right: Mention, between: str
 ) -> ExtractedRelation | None:
-    """The relation whose verb phrase is all the text between two mentions, if any."""
+    """The relation whose verb phrase is all the text between two mentions, if any, dated
+    when the sentence names one year ("in 1996"); attribute patterns first."""
+    for exact, rtype, swap, confidence, attribute in _ATTRIBUTES:
+        if exact.match(between):
+            subject, obj = (right, left) if swap else (left, right)
+            rel = _relation(subject, obj, rtype, confidence, sentence)
+            return rel.model_copy(update={"attribute": attribute,
+                                          "valid_at": sentence_year(sentence)})
     for exact, _, rtype, swap, confidence in _VERBS:
         if exact.match(between):
             subject, obj = (right, left) if swap else (left, right)
-            return _relation(subject, obj, rtype, confidence, sentence)
+            rel = _relation(subject, obj, rtype, confidence, sentence)
+            return rel.model_copy(update={"valid_at": sentence_year(sentence)})
     return None
+
+
+def sentence_year(sentence: str) -> str | None:
+    """The one year a sentence dates itself with ("in 1996", "since March 2021"); None when it
+    names none or several different ones."""
+    years = {m.group("year") for m in _YEAR.finditer(sentence)}
+    return years.pop() if len(years) == 1 else None
 
 
 def _object_phrase_relation(

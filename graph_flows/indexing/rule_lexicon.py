@@ -110,6 +110,25 @@ DETERMINERS = r"(?:the|a|an|its|his|her|their|several|many|some|various|multiple
 
 _BE = r"(?:is|was|are|were|has\s+been|had\s+been)"
 
+ATTRIBUTE_PATTERNS: tuple[tuple[str, str, bool, float, str], ...] = (
+    # (verb phrase regex, relation type, swapped, confidence, single-valued attribute of the
+    # subject): checked before VERB_PATTERNS, so a newer fact supersedes an older one.
+    (_BE + r"\s+(?:now\s+)?(?:headquartered|based)\s+in|moved\s+(?:its\s+)?headquarters\s+to",
+     "relates_to", False, 0.7, "headquarters"),
+    (_BE + r"\s+(?:acquired|bought|purchased|owned)\s+by", "relates_to", False, 0.7, "owner"),
+    (_BE + r"\s+(?:led|headed|run)\s+by", "relates_to", False, 0.7, "leader"),
+    (_BE + r"\s+(?:maintained|stewarded)\s+by", "relates_to", False, 0.7, "maintainer"),
+    (_BE + r"\s+(?:licensed|released|distributed)\s+under", "relates_to", False, 0.7,
+     "license"),
+)
+"""Verb phrases that set a one-at-a-time property of the subject ("X is headquartered in Y",
+"X was acquired by Y": Y is X's owner; subject and object keep the sentence's order)."""
+
+YEAR = (r"\b(?:in|since|from|as\s+of|by|on|until)\s+(?:(?:early|mid|late)\s+)?"
+        r"(?:(?:January|February|March|April|May|June|July|August|September|October|November|"
+        r"December)\s+(?:\d{1,2},?\s+)?)?(?P<year>1[0-9]{3}|20[0-9]{2})\b")
+"""A year the sentence dates itself with ("in 1996", "since March 2021")."""
+
 VERB_PATTERNS: tuple[tuple[str, str, bool, float], ...] = (
     # (verb phrase regex, relation type, subject/object swapped, confidence)
     (
