@@ -37,8 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import signal
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -55,6 +53,8 @@ from bench.retrieval_latency import (
     OUT_DIR,
     HashEmbedder,
     analysis_terms,
+    bench_server,
+    log,
     machine,
     pct,
     prepare_database,
@@ -452,27 +452,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--reuse", action="store_true")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
     args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     only = set(args.only.split(","))
-
-    def log(msg: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
     label = size_label(args.entities)
     params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
               "batch_size": args.batch_size, "generator": 1}
     graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
-    embedded = args.database_url is None
-    if embedded:
-        from storage import start_embedded
-
-        server_url = start_embedded(args.data_dir)
-    else:
-        server_url = args.database_url
     base = f"krag_bench_{label}"
     rep: dict[str, Any] = {"label": label, "params": params, "machine": machine(),
                            "date": datetime.now(UTC).isoformat(timespec="seconds")}
-    try:
+    with bench_server(args.data_dir, args.database_url) as server_url:
         store, load = prepare_database(server_url, base, params, args.reuse, graph, log)
         rep["load"] = load
         if "multihop" in only:
@@ -482,11 +470,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep["temporal"] = run_temporal(server_url, base, graph, args.questions, log)
         if "scopes" in only:
             rep["scopes"] = run_scopes(server_url, base, graph, min(args.questions, 100), log)
-    finally:
-        if embedded:
-            from storage import stop_embedded
-
-            stop_embedded(args.data_dir)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"beyond_{label}.json"
     out.write_text(json.dumps(rep, indent=1, default=str))

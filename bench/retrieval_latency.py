@@ -563,6 +563,28 @@ def markdown(rep: dict[str, Any]) -> str:
 
 
 # -- CLI ---------------------------------------------------------------------------------------
+def log(msg: str) -> None:
+    """A timestamped progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def bench_server(data_dir: Path, database_url: str | None) -> Iterator[str]:
+    """The admin URL of ``database_url``, or of an embedded PostgreSQL started in
+    ``data_dir`` for the duration (stopped on exit, also after SIGTERM)."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # release the embedded handle
+    if database_url is not None:
+        yield database_url
+        return
+    from storage import start_embedded, stop_embedded
+
+    url = start_embedded(data_dir)
+    try:
+        yield url
+    finally:
+        stop_embedded(data_dir)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.retrieval_latency",
                                  description=__doc__.split("\n\n")[0])
@@ -588,11 +610,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--max-hops", type=int, default=None, choices=(1, 2, 3),
                     help="SearchConfig.max_hops for retrieve() (default: the query graph's)")
     args = ap.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # release the embedded handle
-
-    def log(msg: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
     label = size_label(args.entities)
     params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
               "batch_size": args.batch_size, "generator": 1}
@@ -600,14 +617,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
     queries = synthetic.generate_queries(graph, args.queries)
     warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
-    embedded = args.database_url is None
-    if embedded:
-        from storage import start_embedded
-
-        server_url = start_embedded(args.data_dir)
-    else:
-        server_url = args.database_url
-    try:
+    with bench_server(args.data_dir, args.database_url) as server_url:
         store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
                                        graph, log)
         log(f"load: {load}")
@@ -628,11 +638,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                    command="python -m bench.retrieval_latency " + " ".join(
                        sys.argv[1:] if argv is None else argv))
         store.close()
-    finally:
-        if embedded:
-            from storage import stop_embedded
-
-            stop_embedded(args.data_dir)
     out = args.out_dir / f"retrieval_{label}.json"
     out.write_text(json.dumps(rep, indent=1, default=str))
     print(markdown(rep))

@@ -235,7 +235,7 @@ class KnowledgeTools:
                     if hit.fact.id in rows or hit.similarity >= RECALL_MIN_SIMILARITY:
                         rows.setdefault(hit.fact.id, hit.fact)
                         scores[hit.fact.id] = scores.get(hit.fact.id, 0.0) + hit.similarity
-            kept = sorted((f for f in rows.values() if _valid_at(f, when)),
+            kept = sorted(rows.values(),  # both searches already kept facts valid `when`
                           key=lambda f: (-scores[f.id], -f.confidence, f.id))[:limit]
             names = {e.id: e.name for e in search.entities_by_ids(
                 conn, scope, sorted({i for f in kept for i in (f.subject_id, f.object_id)}))}

@@ -88,23 +88,17 @@ def delete_orphans(
         DELETE FROM relations r WHERE r.id = ANY(:ids)
         AND NOT EXISTS (SELECT 1 FROM relation_provenance p WHERE p.relation_id = r.id)
         RETURNING r.id"""), {"ids": list(relation_ids)}).scalars()) if relation_ids else []
-    rels = len(removed)
-    if not entity_ids:
-        supersede.reopen(conn, removed)
-        return RemovalReport(relations=rels)
     gone = list(conn.execute(text("""
         SELECT e.id FROM entities e WHERE e.id = ANY(:ids)
         AND NOT EXISTS (SELECT 1 FROM entity_provenance p WHERE p.entity_id = e.id)"""),
-        {"ids": list(entity_ids)}).scalars())
+        {"ids": list(entity_ids)}).scalars()) if entity_ids else []
     if gone:
-        cascade = list(conn.execute(text(
+        removed += conn.execute(text(
             "DELETE FROM relations WHERE subject_id = ANY(:ids) OR object_id = ANY(:ids) "
-            "RETURNING id"), {"ids": gone}).scalars())
-        rels += len(cascade)
-        removed += cascade
+            "RETURNING id"), {"ids": gone}).scalars()
         conn.execute(text("DELETE FROM entities WHERE id = ANY(:ids)"), {"ids": gone})
     supersede.reopen(conn, removed)
-    return RemovalReport(entities=len(gone), relations=rels)
+    return RemovalReport(entities=len(gone), relations=len(removed))
 
 
 def remove_documents(conn: Connection, document_ids: Sequence[str]) -> RemovalReport:

@@ -18,7 +18,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, text
 
-from storage import graph_writes, ids
+from storage import graph_writes, ids, supersede
 from storage.models import EntityIn, Fact, RelationIn
 
 MCP_SOURCE = "mcp"
@@ -150,8 +150,8 @@ def superseded_by(conn: Connection, fact_id: str) -> list[dict[str, object]]:
     """Facts that ``fact_id`` superseded (storage.supersede): id, sentence, invalid_at."""
     rows = conn.execute(text("""
         SELECT id, fact, invalid_at FROM relations
-        WHERE invalidated_by = :id AND invalid_reason = 'superseded' ORDER BY invalid_at, id"""),
-        {"id": fact_id}).all()
+        WHERE invalidated_by = :id AND invalid_reason = :reason ORDER BY invalid_at, id"""),
+        {"id": fact_id, "reason": supersede.SUPERSEDED}).all()
     return [{"fact_id": r.id, "fact": r.fact,
              "invalid_at": r.invalid_at.isoformat() if r.invalid_at else None} for r in rows]
 

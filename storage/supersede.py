@@ -32,30 +32,20 @@ from sqlalchemy import Connection, text
 SUPERSEDED = "superseded"
 Group = tuple[str, str, str]  # scope, subject_id, attribute
 
-_OPEN = """
-SELECT r.id, r.object_id, r.valid_at, r.scope, r.subject_id, r.attribute
+_GROUP_ROWS = """
+SELECT r.id, r.object_id, r.valid_at, r.invalid_at, r.scope, r.subject_id, r.attribute
 FROM relations r
 JOIN unnest(CAST(:scopes AS text[]), CAST(:subjects AS text[]), CAST(:attrs AS text[]))
      AS g(scope, subject_id, attribute)
   ON r.scope = g.scope AND r.subject_id = g.subject_id AND r.attribute = g.attribute
-WHERE r.invalid_at IS NULL
+WHERE r.invalid_at IS NULL OR r.valid_at IS NOT NULL
 ORDER BY r.scope, r.subject_id, r.attribute, r.created_at, r.valid_at NULLS LAST, r.id
-"""
-
-_DATED = """
-SELECT r.id, r.object_id, r.valid_at, r.scope, r.subject_id, r.attribute
-FROM relations r
-JOIN unnest(CAST(:scopes AS text[]), CAST(:subjects AS text[]), CAST(:attrs AS text[]))
-     AS g(scope, subject_id, attribute)
-  ON r.scope = g.scope AND r.subject_id = g.subject_id AND r.attribute = g.attribute
-WHERE r.valid_at IS NOT NULL
-ORDER BY r.valid_at, r.id
 """
 
 _CLOSE = """
 UPDATE relations
 SET invalid_at = coalesce(CAST(:at AS timestamptz), now()), invalidated_by = :by,
-    invalid_reason = 'superseded', updated_at = now()
+    invalid_reason = :reason, updated_at = now()
 WHERE id = :id AND invalid_at IS NULL
 """
 
@@ -83,14 +73,15 @@ def settle(conn: Connection, groups: Iterable[Group]) -> list[Closed]:
         return []
     params = {"scopes": [k[0] for k in keys], "subjects": [k[1] for k in keys],
               "attrs": [k[2] for k in keys]}
-    rows = conn.execute(text(_OPEN), params).all()
+    rows = conn.execute(text(_GROUP_ROWS), params).all()  # open, or dated (even closed)
     dated: dict[Group, list[Any]] = {}
-    for d in conn.execute(text(_DATED), params).all():
+    for d in sorted((r for r in rows if r.valid_at is not None),
+                    key=lambda r: (r.valid_at, r.id)):
         dated.setdefault((d.scope, d.subject_id, d.attribute), []).append(d)
     closed: list[Closed] = []
     undated: list[str] = []
     current: dict[Group, Any] = {}
-    for row in rows:
+    for row in (r for r in rows if r.invalid_at is None):  # in write order
         key = (row.scope, row.subject_id, row.attribute)
         cur = current.get(key)
         if cur is None or cur.object_id == row.object_id:
@@ -106,20 +97,12 @@ def settle(conn: Connection, groups: Iterable[Group]) -> list[Closed]:
             undated.append(row.id)
         current[key] = row
     for c in closed:
-        conn.execute(text(_CLOSE), {"at": c.at, "by": c.by, "id": c.id})
+        conn.execute(text(_CLOSE), {"at": c.at, "by": c.by, "id": c.id,
+                                    "reason": SUPERSEDED})
     if undated:  # known from the moment it replaced the old value, not "always"
         conn.execute(text("UPDATE relations SET valid_at = now() WHERE id = ANY(:ids) "
                           "AND valid_at IS NULL"), {"ids": undated})
     return closed
-
-
-def groups_of(conn: Connection, relation_ids: Sequence[str]) -> list[Group]:
-    """The attribute groups the given relations belong to."""
-    if not relation_ids:
-        return []
-    return [tuple(r) for r in conn.execute(text(
-        "SELECT DISTINCT scope, subject_id, attribute FROM relations "
-        "WHERE id = ANY(:ids) AND attribute IS NOT NULL"), {"ids": list(relation_ids)}).all()]
 
 
 def reopen(conn: Connection, removed_ids: Sequence[str]) -> list[str]:
@@ -130,8 +113,9 @@ def reopen(conn: Connection, removed_ids: Sequence[str]) -> list[str]:
     rows = conn.execute(text("""
         UPDATE relations SET invalid_at = NULL, invalidated_by = NULL, invalid_reason = NULL,
                updated_at = now()
-        WHERE invalidated_by = ANY(:ids) AND invalid_reason = 'superseded'
-        RETURNING id, scope, subject_id, attribute"""), {"ids": list(removed_ids)}).all()
+        WHERE invalidated_by = ANY(:ids) AND invalid_reason = :reason
+        RETURNING id, scope, subject_id, attribute"""),
+        {"ids": list(removed_ids), "reason": SUPERSEDED}).all()
     groups = [(r.scope, r.subject_id, r.attribute) for r in rows if r.attribute is not None]
     lock_groups(conn, groups)
     settle(conn, groups)
