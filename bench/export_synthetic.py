@@ -149,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.hash_embedder:
         embedder: Any = _HashDocs()
     else:
-        from graph_flows.embeddings import MiniLMEmbeddings
+        from graph_flows.shared.embeddings import MiniLMEmbeddings
 
         embedder = MiniLMEmbeddings()
     doc, arrays = export(graph, queries, embedder, text_vectors=args.text_vectors)

@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from graph_flows.indexing import runner  # noqa: E402
 from graph_flows.indexing.context import IndexingContext  # noqa: E402
-from graph_flows.providers import make_chat_model  # noqa: E402
-from graph_flows.runtime import Resources, use_resources  # noqa: E402
-from graph_flows.settings import Settings  # noqa: E402
+from graph_flows.shared.providers import make_chat_model  # noqa: E402
+from graph_flows.shared.resources import Resources, use_resources  # noqa: E402
+from graph_flows.shared.settings import Settings  # noqa: E402
 from storage import KnowledgeStore, start_embedded, stop_embedded  # noqa: E402
 from tests.indexing_fakes import ContentLLMServer, ScriptedChatModel  # noqa: E402
 
@@ -198,7 +198,7 @@ def timed_run(store: KnowledgeStore, chat: Any, embeddings: Any, corpus: Path,
 def embedder(name: str) -> Any:
     if name == "hash":
         return DeterministicFakeEmbedding(size=384)
-    from graph_flows.embeddings import MiniLMEmbeddings
+    from graph_flows.shared.embeddings import MiniLMEmbeddings
 
     emb = MiniLMEmbeddings()
     emb.embed_query("warm up")

@@ -36,8 +36,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
-from graph_flows.runtime import NO_LLM, Resources, use_resources
-from graph_flows.settings import Settings
+from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from graph_flows.shared.settings import Settings
 
 SAMPLE = Path(__file__).resolve().parents[1] / "graph_flows" / "sample_corpus"
 QUERIES = [
@@ -71,9 +71,9 @@ def run_load(db_url: str, *, clients: int, seconds: float, pool_size: int = 10,
              ingest: bool = True) -> dict[str, Any]:
     """Run the load and return the report (see the module docstring)."""
     from graph_flows import query_flow
-    from graph_flows.embeddings import MiniLMEmbeddings
-    from graph_flows.indexing import runner
     from graph_flows.indexing.context import IndexingContext
+    from graph_flows.services import ingest as runner
+    from graph_flows.shared.embeddings import MiniLMEmbeddings
     from storage import KnowledgeStore
 
     dbname = urlsplit(db_url).path.lstrip("/")

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 
 def run_ours(args: argparse.Namespace, graph: Any, queries: Sequence[Any], log: Any
              ) -> list[dict[str, Any]]:
-    from graph_flows.embeddings import MiniLMEmbeddings
+    from graph_flows.shared.embeddings import MiniLMEmbeddings
     from storage import start_embedded, stop_embedded
 
     label = rl.size_label(args.entities)
@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     queries = synthetic.generate_queries(graph, args.queries)
     export = args.work / f"synthetic_{label}"
     if not export.with_suffix(".npz").exists():
-        from graph_flows.embeddings import MiniLMEmbeddings
+        from graph_flows.shared.embeddings import MiniLMEmbeddings
 
         export_synthetic.write(export, *export_synthetic.export(graph, queries,
                                                                 MiniLMEmbeddings()))

@@ -624,7 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.hash_embedder:
             embedder: Any = HashEmbedder()
         else:
-            from graph_flows.embeddings import MiniLMEmbeddings
+            from graph_flows.shared.embeddings import MiniLMEmbeddings
 
             embedder = MiniLMEmbeddings()
         args.out_dir.mkdir(parents=True, exist_ok=True)

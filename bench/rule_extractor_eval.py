@@ -46,10 +46,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph_flows.indexing.chunking import chunk_text
-from graph_flows.indexing.rule_extractor import extract_rules
-from graph_flows.indexing.sanitize import name_key, validate_extraction
-from graph_flows.indexing.schema import ExtractedRelation, Extraction
+from graph_flows.indexing.documents.chunking import chunk_text
+from graph_flows.indexing.extraction.rules import extract_rules
+from graph_flows.indexing.extraction.schema import ExtractedRelation, Extraction
+from graph_flows.indexing.extraction.validation import name_key, validate_extraction
 
 TYPED_PROPERTIES = {
     "P361": "part_of", "P463": "part_of", "P527": "contains", "P150": "contains",

@@ -70,7 +70,7 @@ def catalogue_reply(text: str) -> str:
 
 def rules_reply(text: str) -> str:
     """Extraction JSON produced by the rule extractor (deterministic for any text)."""
-    from graph_flows.indexing.rule_extractor import extract_rules
+    from graph_flows.indexing.extraction.rules import extract_rules
 
     return extract_rules(text).model_dump_json()
 

@@ -9,9 +9,9 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from graph_flows.embeddings import MiniLMEmbeddings
-from graph_flows.runtime import NO_LLM, Resources, use_resources
-from graph_flows.settings import Settings
+from graph_flows.shared.embeddings import MiniLMEmbeddings
+from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from graph_flows.shared.settings import Settings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 
 ENTITIES = [

@@ -1,9 +1,9 @@
 """Run context of the indexing graph: what a caller (or LangGraph Studio) may tune per run.
 
 Precedence: a value passed in the run's ``context`` > the environment (through
-:class:`graph_flows.settings.Settings`, e.g. ``KRAG_EXTRACTION_MODEL``) > the default here.
+:class:`graph_flows.shared.settings.Settings`, e.g. ``KRAG_EXTRACTION_MODEL``) > the default here.
 Every field is a plain value so Studio can show and edit it; resources (store, models) are
-resolved from settings by :mod:`graph_flows.indexing.runner`, never passed in here.
+resolved from settings by :mod:`graph_flows.services.ingest`, never passed in here.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from graph_flows.indexing.nodes import (
     validate,
     write,
 )
-from graph_flows.indexing.runner import RECURSION_LIMIT
+from graph_flows.indexing.resources import RECURSION_LIMIT
 from graph_flows.indexing.state import IndexingState, InputState, OutputState
 
 

@@ -12,16 +12,16 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from graph_flows.indexing.chunking import chunk_text
-from graph_flows.indexing.clean import clean_text
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.indexing.documents.chunking import chunk_text
+from graph_flows.indexing.documents.clean import clean_text
+from graph_flows.indexing.documents.loaders import LoadedDocument, LoadFailure, load_path, load_text
 from graph_flows.indexing.embed import embed_resolved
-from graph_flows.indexing.extract import AHEAD, extract_batch
-from graph_flows.indexing.loaders import LoadedDocument, LoadFailure, load_path, load_text
+from graph_flows.indexing.extraction.llm import AHEAD, extract_batch
+from graph_flows.indexing.extraction.schema import Extraction
+from graph_flows.indexing.extraction.validation import validate_extraction
 from graph_flows.indexing.resolve import resolve_batch
-from graph_flows.indexing.runner import get_resources
-from graph_flows.indexing.sanitize import validate_extraction
-from graph_flows.indexing.schema import Extraction
+from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
 from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed

@@ -16,7 +16,7 @@ from graph_flows.query import analyze, answer, retrieval, scoring, sections
 from graph_flows.query.context import QueryContext
 from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
-from graph_flows.runtime import get_resources
+from graph_flows.shared.resources import get_resources
 from prompts import load_prompt
 from storage import search
 

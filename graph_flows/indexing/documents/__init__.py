@@ -1,0 +1,1 @@
+"""graph_flows/indexing/documents."""

@@ -1,0 +1,284 @@
+"""Rule-based extraction (no LLM): deterministic, explainable, and deliberately modest.
+
+Entities:
+
+* Markdown headings -> ``section`` entities (confidence 0.9).
+* Capitalised word runs ("Ada Lovelace", "University of Cambridge", lowercase connectors such
+  as "of"/"van" allowed inside), acronyms ("NASA", "GPU") and technical tokens (CamelCase
+  "PostgreSQL", snake_case "pg_trgm", letters with digits "GPT-4", dotted "Node.js", "C++"),
+  a short version number after them included ("PostgreSQL 18"). A stopword never stands alone
+  ("The", "However", months, days) and is trimmed from the ends of a run; a single capitalised
+  word at the start of a sentence is kept only if the text also capitalises it mid-sentence.
+  Runs of more than five words (Title Case headlines) are ignored.
+* Type guesses, first match wins: title ("Dr.", "Prof.") -> person; organisation word
+  ("Inc", "University", "Institute" ...) or known organisation acronym -> organization;
+  "located/based/born in X" or a place word ("River", "City" ...) -> location; technical
+  token, technology head word ("Engine", "Database" ...), known technology name or acronym
+  -> technology; common first name or "X said/wrote/was born" -> person; else concept.
+* Description: the first sentence that mentions the entity, trimmed to 300 characters.
+
+Relations (one sentence at a time, between neighbouring mentions):
+
+* A verb phrase alone between two mentions (:data:`rule_lexicon.VERB_PATTERNS`: "uses",
+  "is part of", "contains", "is defined as", "works at", "founded", "is located in", passive
+  "was founded by" with subject and object swapped ...) -> that type, confidence 0.7-0.8.
+  For uses/contains/part_of/defines a lowercase noun phrase after the verb is accepted as the
+  object ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
+* One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "X is
+  headquartered in Y" (headquarters), "X was acquired by Y" (owner), "led by" (leader),
+  "maintained by", "released under" (license) -> relates_to with that ``attribute``, so a
+  newer statement supersedes an older one (storage.supersede).
+* Date: when the sentence names exactly one year ("in 1996", "since March 2021") a verb
+  relation gets it as ``valid_at``; several different years -> no date.
+* Fact: the sentence (a 300-character window around the two mentions when longer).
+* Other neighbouring mentions of a sentence -> ``mentions`` at confidence 0.3, at most three
+  per sentence. 0.3 is below the default validation threshold (0.6): these co-occurrence
+  links are kept only when ``min_confidence`` is lowered to 0.3 or less.
+
+Limits: no coreference ("she", "it"), no relations across sentences, no lowercase subjects,
+no negation handling ("X does not use Y" gives nothing only because "does not" breaks the
+pattern), English only; names are matched by spelling. Output respects MAX_ENTITIES and
+MAX_RELATIONS: section entities and relation endpoints are kept first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graph_flows.indexing.documents.chunking import HEADING, lines_with_fences, split_sentences
+from graph_flows.indexing.extraction import rule_lexicon as lex
+from graph_flows.indexing.extraction.rule_mentions import Mention, capitalised_words, find_mentions
+from graph_flows.indexing.extraction.schema import (
+    MAX_ENTITIES,
+    MAX_RELATIONS,
+    ExtractedEntity,
+    ExtractedRelation,
+    Extraction,
+)
+from graph_flows.indexing.extraction.validation import name_key
+
+FACT_CHARS = 300
+COOCCURRENCE_CONFIDENCE = 0.3
+COOCCURRENCE_PER_SENTENCE = 3
+OBJECT_PHRASE_CONFIDENCE = 0.65
+_ITEM_MARK = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
+_VERBS = [
+    (re.compile(rf"^\s*,?\s*(?:{lex.ADVERBS}\s+)?(?:{verb})\s+(?:{lex.DETERMINERS}\s+)?$", re.I),
+     re.compile(rf"^\s*,?\s*(?:{lex.ADVERBS}\s+)?(?:{verb})\s+(?:{lex.DETERMINERS}\s+)?"
+                r"(?P<obj>(?-i:[a-z][\w-]*(?:\s+[a-z][\w-]*){0,3}))", re.I),
+     rtype, swap, confidence)
+    for verb, rtype, swap, confidence in lex.VERB_PATTERNS
+]
+
+
+_ATTRIBUTES = [
+    (re.compile(rf"^\s*,?\s*(?:{lex.ADVERBS}\s+)?(?:{verb})\s+(?:{lex.DETERMINERS}\s+)?$", re.I),
+     rtype, swap, confidence, attribute)
+    for verb, rtype, swap, confidence, attribute in lex.ATTRIBUTE_PATTERNS
+]
+_YEAR = re.compile(lex.YEAR, re.I)
+
+
+@dataclass
+class _Found:
+    """Entities and relations collected so far, in order of first appearance."""
+
+    entities: dict[str, ExtractedEntity]
+    verb_relations: list[ExtractedRelation]
+    cooccurrences: list[ExtractedRelation]
+
+
+def extract_rules(text: str) -> Extraction:
+    """Entities and relations found in ``text`` by the rules in the module docstring."""
+    found = _Found({}, [], [])
+    headings, sentences = _units(text)
+    for heading in headings:
+        _add_entity(found, ExtractedEntity(name=heading, type="section", confidence=0.9))
+    known = capitalised_words(sentences)
+    for sentence in sentences:
+        mentions = find_mentions(sentence, known)
+        for mention in mentions:
+            _add_entity(found, _entity(mention, sentence))
+        _relate(found, sentence, mentions)
+    return _limited(found)
+
+
+def _units(text: str) -> tuple[list[str], list[str]]:
+    """(heading texts, sentences) of a Markdown or plain text, code blocks skipped."""
+    headings: list[str] = []
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line, is_code in lines_with_fences(text.split("\n")):
+        match = None if is_code else HEADING.match(line)
+        if match:
+            headings.append(match.group(2).strip())
+        starts_item = bool(_ITEM_MARK.match(line))
+        if (is_code or match or not line.strip() or starts_item) and current:
+            paragraphs.append(" ".join(current))
+            current = []
+        if not (is_code or match) and line.strip():
+            current.append(_ITEM_MARK.sub("", line).strip())
+    if current:
+        paragraphs.append(" ".join(current))
+    sentences = [s for p in paragraphs for s in split_sentences(p)]
+    return headings, sentences
+
+
+def _entity(mention: Mention, sentence: str) -> ExtractedEntity:
+    """The entity for a mention, described by its sentence."""
+    return ExtractedEntity(
+        name=mention.name,
+        type=mention.type,
+        description=_window(sentence, mention.start, mention.end),
+        confidence=mention.confidence,
+    )
+
+
+def _add_entity(found: _Found, entity: ExtractedEntity) -> None:
+    """Add an entity, or upgrade a known one (specific type over concept, higher confidence)."""
+    key = f"{name_key(entity.name)}|{'section' if entity.type == 'section' else ''}"
+    old = found.entities.get(key)
+    if old is None:
+        found.entities[key] = entity
+        return
+    update: dict[str, object] = {"confidence": max(old.confidence, entity.confidence)}
+    if old.type == "concept" and entity.type != "concept":
+        update["type"] = entity.type
+    found.entities[key] = old.model_copy(update=update)
+
+
+def _relate(found: _Found, sentence: str, mentions: list[Mention]) -> None:
+    """Verb-pattern relations and co-occurrences between neighbouring mentions."""
+    cooccurrences = 0
+    for i, left in enumerate(mentions):
+        right = mentions[i + 1] if i + 1 < len(mentions) else None
+        between = sentence[left.end : right.start] if right else ""
+        relation = _verb_relation(sentence, left, right, between) if right else None
+        if relation is None:
+            relation = _object_phrase_relation(found, sentence, left)
+        if relation is not None:
+            found.verb_relations.append(relation)
+        elif right is not None and cooccurrences < COOCCURRENCE_PER_SENTENCE:
+            cooccurrences += 1
+            found.cooccurrences.append(
+                _relation(left, right, "mentions", COOCCURRENCE_CONFIDENCE, sentence)
+            )
+
+
+def _verb_relation(
+    sentence: str, left: Mention, right: Mention, between: str
+) -> ExtractedRelation | None:
+    """The relation whose verb phrase is all the text between two mentions, if any, dated
+    when the sentence names one year ("in 1996"); attribute patterns first."""
+    for exact, rtype, swap, confidence, attribute in _ATTRIBUTES:
+        if exact.match(between):
+            subject, obj = (right, left) if swap else (left, right)
+            rel = _relation(subject, obj, rtype, confidence, sentence)
+            return rel.model_copy(update={"attribute": attribute,
+                                          "valid_at": sentence_year(sentence)})
+    for exact, _, rtype, swap, confidence in _VERBS:
+        if exact.match(between):
+            subject, obj = (right, left) if swap else (left, right)
+            rel = _relation(subject, obj, rtype, confidence, sentence)
+            return rel.model_copy(update={"valid_at": sentence_year(sentence)})
+    return None
+
+
+def sentence_year(sentence: str) -> str | None:
+    """The one year a sentence dates itself with ("in 1996", "since March 2021"); None when it
+    names none or several different ones."""
+    years = {m.group("year") for m in _YEAR.finditer(sentence)}
+    return years.pop() if len(years) == 1 else None
+
+
+def _object_phrase_relation(
+    found: _Found, sentence: str, left: Mention
+) -> ExtractedRelation | None:
+    """A relation to a lowercase noun phrase right after a verb ("uses punched cards")."""
+    rest = sentence[left.end :]
+    for _, prefix, rtype, swap, confidence in _VERBS:
+        match = prefix.match(rest)
+        if swap or rtype not in lex.OBJECT_PHRASE_TYPES or match is None:
+            continue
+        phrase = _trim_phrase(match.group("obj"))
+        if not phrase:
+            return None
+        start = left.end + match.start("obj")
+        obj = Mention(phrase, start, start + len(phrase), "concept", OBJECT_PHRASE_CONFIDENCE)
+        _add_entity(found, _entity(obj, sentence))
+        return _relation(left, obj, rtype, min(confidence, OBJECT_PHRASE_CONFIDENCE), sentence)
+    return None
+
+
+def _trim_phrase(phrase: str) -> str:
+    """Cut a noun phrase at its first stop word; '' when nothing meaningful is left."""
+    words: list[str] = []
+    for word in phrase.split():
+        if word.lower() in lex.OBJECT_STOP:
+            break
+        words.append(word)
+    while words and words[-1].lower() in lex.STOPWORDS:
+        words.pop()
+    text = " ".join(words)
+    return text if len(text) >= 3 and any(w.lower() not in lex.STOPWORDS for w in words) else ""
+
+
+def _relation(
+    subject: Mention, obj: Mention, rtype: str, confidence: float, sentence: str
+) -> ExtractedRelation:
+    """A relation whose fact is the sentence (or a window of it around both mentions)."""
+    start, end = min(subject.start, obj.start), max(subject.end, obj.end)
+    return ExtractedRelation(
+        subject=subject.name,
+        predicate=rtype,
+        object=obj.name,
+        fact=_window(sentence, start, end),
+        confidence=confidence,
+    )
+
+
+def _window(sentence: str, start: int, end: int, limit: int = FACT_CHARS) -> str:
+    """The sentence, or a ``limit``-character window of it centred on [start, end)."""
+    if len(sentence) <= limit:
+        return sentence
+    middle = (start + end) // 2
+    lo = max(0, min(middle - limit // 2, len(sentence) - limit))
+    piece = sentence[lo : lo + limit].strip()
+    return ("…" if lo > 0 else "") + piece + ("…" if lo + limit < len(sentence) else "")
+
+
+def _limited(found: _Found) -> Extraction:
+    """Apply MAX_ENTITIES / MAX_RELATIONS, keeping sections and relation endpoints first."""
+    relations = _dedupe([r for r in found.verb_relations + found.cooccurrences
+                         if name_key(r.subject) != name_key(r.object)])
+    entities = list(found.entities.values())
+    endpoints = {name_key(n) for r in found.verb_relations for n in (r.subject, r.object)}
+
+    def rank(item: tuple[int, ExtractedEntity]) -> tuple[int, int]:
+        index, entity = item
+        if entity.type == "section":
+            return (0, index)
+        return (1 if name_key(entity.name) in endpoints else 2, index)
+
+    kept = [e for _, e in sorted(enumerate(entities), key=rank)[:MAX_ENTITIES]]
+    kept.sort(key=entities.index)
+    names = {name_key(e.name) for e in kept}
+    relations = [r for r in relations
+                 if name_key(r.subject) in names and name_key(r.object) in names]
+    return Extraction(entities=kept, relations=relations[:MAX_RELATIONS])
+
+
+def _dedupe(relations: list[ExtractedRelation]) -> list[ExtractedRelation]:
+    """First relation per (subject, predicate, object) and per unordered co-occurring pair."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for relation in relations:
+        ends = (name_key(relation.subject), name_key(relation.object))
+        key = (relation.predicate, *(sorted(ends) if relation.predicate == "mentions" else ends))
+        pair = ("pair", *sorted(ends))
+        if key in seen or (relation.predicate == "mentions" and pair in seen):
+            continue
+        seen.update({key, pair})
+        out.append(relation)
+    return out

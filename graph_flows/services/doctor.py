@@ -1,0 +1,58 @@
+"""`krag doctor`: resolved settings, database health, provider reachability."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graph_flows.shared.settings import Settings
+
+
+@dataclass
+class DoctorReport:
+    """Everything `krag doctor` found; ``ok`` is False when the database is unusable."""
+
+    settings: dict[str, object]
+    database: dict[str, object] = field(default_factory=dict)
+    providers: dict[str, dict[str, object]] = field(default_factory=dict)
+    mode: str = ""
+    ok: bool = True
+
+
+def run_doctor(settings: Settings) -> DoctorReport:
+    """Check the database and every configured model; never raises for a failed check."""
+    from graph_flows.shared.providers import probe_chat, probe_embeddings
+    from graph_flows.shared.store import open_store
+    from storage import StorageError
+    from storage.engine import mask_password
+
+    report = DoctorReport(settings=settings.masked())
+    where = mask_password(settings.database_url) if settings.database_url else (
+        f"embedded PostgreSQL in {settings.data_dir.resolve() / 'pg'}")
+    report.database["location"] = where
+    try:
+        store = open_store(settings)
+        info = store.server_info()
+        counts = store.counts()
+        store.close()
+        report.database.update(
+            reachable=True, server_version=info.version, extensions=info.extensions,
+            schema_revision=info.schema_revision,
+            embedding=f"{info.embedding_model} ({info.embedding_dim}-d)", **counts)
+    except StorageError as exc:
+        report.database.update(reachable=False, error=str(exc))
+        report.ok = False
+    chat = probe_chat(settings.chat_model, settings)
+    report.providers["chat"] = {"model": settings.chat_model, "ok": chat.ok,
+                                "detail": chat.detail}
+    if settings.extraction_model and settings.extraction_model != settings.chat_model:
+        ext = probe_chat(settings.extraction_model, settings)
+        report.providers["extraction"] = {"model": settings.extraction_model, "ok": ext.ok,
+                                          "detail": ext.detail}
+    emb = probe_embeddings(settings)
+    report.providers["embeddings"] = {"model": settings.embedding_model, "ok": emb.ok,
+                                      "detail": emb.detail}
+    report.ok = report.ok and emb.ok
+    report.mode = (f"LLM mode ({settings.chat_model})" if chat.ok else
+                   "no-LLM mode: no chat model is reachable (start Ollama, or set "
+                   "KRAG_CHAT_MODEL to an OpenAI-compatible model, to enable the LLM)")
+    return report

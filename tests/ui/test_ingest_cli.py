@@ -1,0 +1,281 @@
+"""`krag ingest / status / remove / reembed` against the test database.
+
+Subprocesses where the process is the point (a run killed with SIGKILL, worker processes);
+the other commands run in-process through ``ui.cli.app.main`` (each Python start costs
+seconds when bytecode is not cached).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from sqlalchemy import create_engine, text
+
+from graph_flows.indexing.context import IndexingContext
+from graph_flows.services import ingest as runner
+from graph_flows.shared import providers
+from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from graph_flows.shared.settings import Settings
+from storage import KnowledgeStore
+from storage.engine import sqlalchemy_url
+from tests.indexing_fakes import ContentLLMServer
+from tests.llm_server import LLMServer
+from ui.cli.app import main
+
+SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
+
+
+FAKE_EMBED = "openai:fake-embed"  # served by the test server: no model to load in children
+
+
+@pytest.fixture
+def server() -> Iterator[ContentLLMServer]:
+    with ContentLLMServer(dim=384) as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for key in [k for k in os.environ if k.startswith("KRAG_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(tmp_path)  # no stray .env
+    monkeypatch.setenv("COLUMNS", "160")
+    # Child processes (a killed run, workers) may cache bytecode, outside the repository:
+    # without a cache every Python start compiles the whole stack again (seconds).
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "krag-pycache"))
+    providers.clear_probe_cache()
+    runner.clear_model_cache()
+    yield
+    runner.clear_model_cache()
+
+
+def llm_env(db_url: str, tmp_path: Path, server: LLMServer) -> dict[str, str]:
+    """Environment of child processes: extraction and embeddings from the test server."""
+    return {"KRAG_DATABASE_URL": db_url, "KRAG_DATA_DIR": str(tmp_path / ".krag"),
+            "KRAG_CHAT_MODEL": "openai:gpt-4o-mini", "KRAG_EMBEDDING_MODEL": FAKE_EMBED,
+            "KRAG_EMBEDDING_DIM": "384", "KRAG_OPENAI_BASE_URL": server.openai_url,
+            "KRAG_OPENAI_API_KEY": "sk-test"}
+
+
+def krag_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ui.cli.app", *args]
+
+
+def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run `krag ARGS` in this process: (exit code, stdout, stderr)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def resources(store: KnowledgeStore, chat: Any = NO_LLM, **cfg: Any) -> Resources:
+    return Resources(Settings(_env_file=None, **cfg), store,
+                     DeterministicFakeEmbedding(size=384), chat_override=chat)
+
+
+def query(db_url: str, sql: str) -> list[tuple[Any, ...]]:
+    engine = create_engine(sqlalchemy_url(db_url))
+    try:
+        with engine.connect() as conn:
+            return [tuple(r) for r in conn.execute(text(sql)).all()]
+    finally:
+        engine.dispose()
+
+
+def snapshot(db_url: str) -> dict[str, Any]:
+    """Everything a resumed run must reproduce exactly."""
+    return {
+        "entities": query(db_url, "SELECT id, name, type, summary FROM entities ORDER BY id"),
+        "relations": query(db_url, "SELECT id, subject_id, object_id, predicate, fact "
+                                   "FROM relations ORDER BY id"),
+        "entity_prov": query(db_url, "SELECT * FROM entity_provenance ORDER BY 1, 2"),
+        "relation_prov": query(db_url, "SELECT * FROM relation_provenance ORDER BY 1, 2"),
+        "chunks": query(db_url, "SELECT c.id, s.status, s.entity_count, s.relation_count, "
+                                "s.llm_calls FROM chunks c JOIN extraction_status s "
+                                "ON s.chunk_id = c.id ORDER BY c.id"),
+    }
+
+
+def copy_corpus(tmp_path: Path, names: tuple[str, ...]) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name in names:
+        shutil.copy(SAMPLE / name, folder / name)
+    return folder
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_missing_path_is_a_one_line_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = cli(capsys, "ingest", str(tmp_path / "nope.md"))
+    assert code == 2
+    assert err.strip().splitlines() == [f"error: no such file or folder: {tmp_path / 'nope.md'}"]
+
+
+def test_bad_files_are_reported_and_skipped(
+        capsys: pytest.CaptureFixture[str], store: KnowledgeStore, tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nAndrew Kane created pgvector in 2021.\n")
+    (folder / "empty.md").write_text("")
+    (folder / "blob.txt").write_bytes(b"\x00\x01\x02binary\x00" * 50)
+    (folder / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    with use_resources(resources(store)):
+        code, out, err = cli(capsys, "ingest", str(folder), "--json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["documents"]["new"] == 1 and report["documents"]["skipped"] == 3
+        reasons = {Path(f["uri"]).name: f["reason"] for f in report["failures"]}
+        assert set(reasons) == {"empty.md", "blob.txt", "image.png"}
+        assert "empty" in reasons["empty.md"] and "unsupported" in reasons["image.png"]
+        assert err.strip() == "Running in no-LLM mode (rule-based extractor)."
+        code, out, _ = cli(capsys, "ingest", str(folder))
+    assert code == 0 and "1 unchanged, 3 skipped" in out and "image.png" in out
+    assert "no-LLM (rule-based)" in out
+
+
+# -- kill -9 and resume ---------------------------------------------------------------------
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def completed_chunks(db_url: str) -> int:
+    try:
+        return query(db_url, "SELECT count(*) FROM extraction_status "
+                             "WHERE status = 'completed'")[0][0]
+    except Exception:  # noqa: BLE001 - schema not created yet
+        return 0
+
+
+def test_killed_run_resumes_to_the_same_graph_as_a_clean_run(
+        db_url: str, empty_db_url: str, tmp_path: Path, server: ContentLLMServer) -> None:
+    corpus = copy_corpus(tmp_path, ("01-relational-origins.md", "02-postgres-lineage.md"))
+    killed_url, clean_url = empty_db_url, db_url
+    server.latency = 0.3
+    proc = subprocess.Popen(
+        krag_cmd("ingest", str(corpus), "--concurrency", "2", "--batch-size", "4"),
+        env={**os.environ, **llm_env(killed_url, tmp_path, server)}, cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for(lambda: completed_chunks(killed_url) >= 8 or proc.poll() is not None, 120,
+             "two completed batches")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+    left = dict(query(killed_url, "SELECT status, count(*) FROM extraction_status GROUP BY 1"))
+    assert left.get("extracting", 0) > 0 or left.get("pending", 0) > 0, left
+
+    server.latency = 0.0
+    cfg = {"chat_model": "openai:gpt-4o-mini", "openai_base_url": server.openai_url,
+           "openai_api_key": "sk-test"}
+    ctx = IndexingContext(concurrency=2, batch_size=4)
+    for url, model in ((killed_url, FAKE_EMBED), (clean_url, "local:minilm")):
+        store = KnowledgeStore.open(url, embedding_model=model, embedding_dim=384)
+        try:  # resume the killed run; a clean run on another database
+            with use_resources(resources(store, None, **cfg)):
+                out = runner.run_indexing({"paths": [str(corpus)]}, ctx)
+                assert out["mode"] == "llm" and not out["failures"], out
+        finally:
+            store.close()
+
+    got, want = snapshot(killed_url), snapshot(clean_url)
+    assert {row[1] for row in got["chunks"]} == {"completed"}
+    assert {row[4] for row in got["chunks"]} == {1}  # one recorded LLM call per chunk
+    assert len(got["entities"]) > 20 and len(got["relations"]) > 5
+    for key in want:
+        assert got[key] == want[key], key
+
+
+# -- several workers ------------------------------------------------------------------------
+def test_two_workers_share_chunks_without_duplicate_extraction(
+        empty_db_url: str, tmp_path: Path, server: ContentLLMServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    db_url = empty_db_url
+    for key, value in llm_env(db_url, tmp_path, server).items():
+        monkeypatch.setenv(key, value)  # for the worker processes
+    corpus = copy_corpus(tmp_path, ("03-full-text-search.md", "04-knowledge-graphs.md"))
+    server.latency = 0.3  # one worker alone would need ~4 s: both get a share
+    store = KnowledgeStore.open(db_url, embedding_model=FAKE_EMBED, embedding_dim=384)
+    snaps: list[dict[str, int]] = []
+    try:
+        with use_resources(resources(store, None, openai_base_url=server.openai_url,
+                                     chat_model="openai:gpt-4o-mini", openai_api_key="k")):
+            out = runner.ingest({"paths": [str(corpus)]},
+                                IndexingContext(batch_size=3, concurrency=2), workers=2,
+                                on_progress=snaps.append, poll_s=0.2)
+    finally:
+        store.close()
+    chunks = query(db_url, "SELECT count(*) FROM chunks")[0][0]
+    assert out["chunks"]["new"] == chunks == out["chunks"]["completed"]
+    assert len(server.bodies("/v1/chat/completions")) == chunks == out["llm"]["calls"]
+    assert len(query(db_url, "SELECT DISTINCT worker FROM extraction_status")) == 2
+    assert query(db_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
+    assert snaps[-1]["completed"] == chunks == snaps[-1]["total"]
+    assert snaps[-1]["llm_calls"] == chunks and snaps[-1]["entities"] > 0
+
+
+# -- status, remove, reembed ----------------------------------------------------------------
+def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: str,
+                                   tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = copy_corpus(tmp_path, ("05-vector-search.md", "06-graph-rag.md"))
+    store = KnowledgeStore.open(db_url, embedding_model="local:minilm", embedding_dim=384)
+    try:
+        with use_resources(resources(store)):
+            assert cli(capsys, "ingest", str(corpus))[0] == 0
+            code, out, _ = cli(capsys, "status", "--json")
+            status = json.loads(out)
+            (row,) = status["sources"]
+            assert row["source"] == "corpus" and row["documents"] == 2 and row["entities"] > 20
+            assert row["chunks"]["completed"] > 0 and status["embedding_model"] == "local:minilm"
+            code, out, _ = cli(capsys, "status")
+            assert "corpus" in out and "Embedding model: local:minilm (384-d)" in out
+    finally:
+        store.close()
+
+    with LLMServer(dim=16) as emb_server:
+        for key, value in {"KRAG_DATABASE_URL": db_url, "KRAG_EMBEDDING_DIM": "16",
+                           "KRAG_EMBEDDING_MODEL": "openai:test-embed",
+                           "KRAG_OPENAI_BASE_URL": emb_server.openai_url,
+                           "KRAG_OPENAI_API_KEY": "k"}.items():
+            monkeypatch.setenv(key, value)
+        code, out, err = cli(capsys, "reembed", "--batch-size", "50")
+        assert code == 0, err
+        assert "Re-embedded" in out and "to openai:test-embed (16-d)" in out
+    assert query(db_url, "SELECT count(*) FROM entities WHERE vector_dims(embedding) = 16")[0][0] \
+        == row["entities"]
+    assert query(db_url, "SELECT count(*) FROM relations WHERE embedding IS NULL")[0][0] == 0
+    assert query(db_url, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%hnsw'")[0][0] \
+        == 2
+
+    store = KnowledgeStore.open(db_url, embedding_model="openai:test-embed", embedding_dim=16)
+    try:
+        with use_resources(resources(store)):
+            code, out, err = cli(capsys, "remove", "corpus")
+            assert code == 0, err
+            assert "Removed source 'corpus': 2 documents" in out
+            assert query(db_url, "SELECT count(*) FROM entities")[0][0] == 0
+            code, _, err = cli(capsys, "remove", "corpus")
+            assert code == 2 and "no source 'corpus'" in err
+    finally:
+        store.close()

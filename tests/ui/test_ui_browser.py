@@ -1,0 +1,147 @@
+"""End to end in real headless Chromium: the app on a free port against a seeded database.
+
+Skips (with the reason printed) only where /usr/bin/chromium or the locally installed
+mermaid.js (``make setup``, needs npm) is missing. Takes a screenshot of the chat; with
+KRAG_UPDATE_SCREENSHOT=1 it replaces the README's docs/screenshot-chat.png.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graph_flows.shared.embeddings import MiniLMEmbeddings
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
+from tests.pg_fixtures import TEST_DIM, TEST_MODEL
+from tests.procs import free_port, stop_process
+from tests.query_fixtures import seed_graph
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+MERMAID_JS = ROOT / "ui" / "static" / "mermaid" / "mermaid.min.js"
+README_SCREENSHOT = ROOT / "docs" / "screenshot-chat.png"
+HOSTILE = "<img src=x onerror=alert(1)>Evil"
+CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def _skip(reason: str) -> None:
+    print(f"SKIP browser test: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def requirements() -> None:
+    if not CHROMIUM.exists():
+        _skip("/usr/bin/chromium is missing (apt-get install -y chromium)")
+    if not MERMAID_JS.is_file():
+        _skip("ui/static/mermaid/mermaid.min.js is missing (run make setup; needs npm)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+
+def _seed(url: str) -> None:
+    store = KnowledgeStore.open(url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    try:
+        seed_graph(store)
+        fact = f"Ada Lovelace corresponded with {HOSTILE}."
+        doc = DocumentIn(scope="default", source="letters", uri="letters.md",
+                         content_hash=ids.content_hash(fact), title="letters")
+        (chunk,) = store.sync_document(doc, [fact]).new_chunk_ids
+        emb = MiniLMEmbeddings()
+        ada = EntityIn("Ada Lovelace", "person", "default",
+                       "English mathematician who wrote the first published program.", 0.9,
+                       emb.embed_query("Ada Lovelace"), (chunk,))
+        evil = EntityIn(HOSTILE, "person", "default", f"{HOSTILE} writes letters.", 0.9,
+                        emb.embed_query(HOSTILE), (chunk,))
+        store.write_graph([ada, evil], [RelationIn(ada.id, "relates_to", evil.id, fact,
+                                                   "default", 0.8, emb.embed_query(fact),
+                                                   chunk_ids=(chunk,))])
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
+    _seed(db_url)
+    port = free_port()
+    env = {**os.environ, "KRAG_DATABASE_URL": db_url, "KRAG_CHAT_MODEL": "none",
+           "KRAG_EMBEDDING_MODEL": TEST_MODEL, "KRAG_EMBEDDING_DIM": str(TEST_DIM),
+           "KRAG_SCOPE": "default"}
+    log = (tmp_path / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "ui" / "web" / "app.py"),
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log.close()
+                pytest.fail("streamlit did not start:\n"
+                            + (tmp_path / "streamlit.log").read_text())
+            time.sleep(0.3)
+        yield url
+    finally:
+        stop_process(proc)
+        log.close()
+
+
+def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
+    app_url: str, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(app_url)
+            box = page.get_by_test_id("stChatInput").locator("textarea")
+            box.wait_for(timeout=60_000)
+            expect(page.get_by_text("No-LLM mode.")).to_be_visible(timeout=60_000)
+            box.fill("Who did Ada Lovelace work with?")
+            box.press("Enter")
+
+            answer = page.get_by_test_id("stChatMessageContent").nth(1)
+            expect(answer).to_contain_text("Charles Babbage", timeout=90_000)
+            expect(answer).to_contain_text("Evil")
+
+            svg = page.frame_locator("iframe").first.locator("pre.mermaid > svg")
+            expect(svg).to_be_visible(timeout=60_000)
+            labels = svg.text_content() or ""
+            assert "Ada Lovelace" in labels and "Charles Babbage" in labels, labels
+            assert HOSTILE in labels, labels  # escaped label shows the raw name as text
+            assert svg.locator("img").count() == 0
+
+            page.get_by_text("Sources (").click()
+            expect(page.get_by_text(HOSTILE).first).to_be_visible()
+            assert page.locator("img[src='x']").count() == 0
+            page.wait_for_timeout(800)  # let the expander animation settle
+            page.get_by_text("Sources (").click()
+            page.wait_for_timeout(800)
+            shot = (README_SCREENSHOT if os.environ.get("KRAG_UPDATE_SCREENSHOT") == "1"
+                    else tmp_path / "screenshot-chat.png")
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        finally:
+            browser.close()
+    assert dialogs == [], f"a dialog fired: {dialogs}"

@@ -1,0 +1,254 @@
+"""The `krag` command line. Each command is a thin shell over the library."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from graph_flows.shared.settings import Settings, SettingsError, load_settings
+from ui.cli import ask as ask_mod
+from ui.cli.scope import scope_app
+
+app = typer.Typer(
+    name="krag", no_args_is_help=True, add_completion=False,
+    help="Knowledge-graph RAG on PostgreSQL: ingest documents, ask questions.",
+)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+class UserError(Exception):
+    """An error whose message is one line for the user (exit code 2)."""
+
+
+def settings_from_cli(**overrides: Any) -> Settings:
+    """Settings with non-None CLI overrides applied (CLI > env > .env > default)."""
+    return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+
+
+app.add_typer(scope_app, name="scope")
+
+
+@app.callback()
+def _root() -> None:
+    """Knowledge-graph RAG on PostgreSQL: ingest documents, ask questions."""
+
+
+def _print_kv(title: str, values: dict[str, Any]) -> None:
+    console.print(f"[bold]{title}[/bold]")
+    for key, value in values.items():
+        console.print(f"  {key:<22} {value}", markup=False, highlight=False)
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Show resolved settings (secrets masked), database health and model reachability."""
+    from graph_flows.services.doctor import run_doctor
+
+    report = run_doctor(settings_from_cli())
+    if as_json:
+        console.print_json(json.dumps(report.__dict__, default=str))
+    else:
+        _print_kv("Settings", report.settings)
+        _print_kv("Database", report.database)
+        for name, info in report.providers.items():
+            mark = "ok" if info["ok"] else "unavailable"
+            console.print(f"[bold]Model ({name})[/bold] {info['model']}: {mark}", markup=True)
+            console.print(f"  {info['detail']}", markup=False, highlight=False)
+        console.print(f"[bold]Mode[/bold] {report.mode}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def ask(
+    question: ask_mod.QuestionArg, scope: ask_mod.ScopeOpt = None,
+    mermaid: ask_mod.MermaidOpt = False, as_json: ask_mod.JsonOpt = False,
+    model: ask_mod.ModelOpt = None, as_of: ask_mod.AsOfOpt = None,
+    max_hops: ask_mod.HopsOpt = None,
+) -> None:
+    """Ask a question: streams the answer, then the cited facts and their sources."""
+    from graph_flows.query.analyze import InvalidQueryError
+
+    try:
+        ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
+                            model, as_of, max_hops)
+    except InvalidQueryError as exc:
+        raise UserError(str(exc)) from None
+
+
+# -- indexing: ingest, status, remove, reembed (bodies in graph_flows/indexing/commands.py) --
+@contextmanager
+def _indexing_errors() -> Iterator[None]:
+    """Turn bad input and bad model specs into one-line user errors (exit 2)."""
+    from graph_flows.shared.providers import ProviderError
+    from ui.cli.ingest import BadInputError
+
+    try:
+        yield
+    except (BadInputError, ProviderError) as exc:
+        raise UserError(str(exc)) from None
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders to ingest.")],
+    source: Annotated[str | None, typer.Option(help="Source name (default: file/folder name).")]
+    = None,
+    scope: Annotated[str | None, typer.Option(help="Knowledge scope (default: KRAG_SCOPE).")]
+    = None,
+    workers: Annotated[int, typer.Option(help="Worker processes sharing the chunks.")] = 1,
+    retry_failed: Annotated[bool, typer.Option("--retry-failed",
+                                               help="Retry chunks that failed before.")] = False,
+    chunk_size: Annotated[int, typer.Option(help="Chunk size in characters.")] = 1000,
+    chunk_overlap: Annotated[int, typer.Option(help="Chunk overlap in characters.")] = 100,
+    concurrency: Annotated[int, typer.Option(help="LLM calls in flight per worker.")] = 4,
+    batch_size: Annotated[int, typer.Option(help="Chunks per claimed batch.")] = 32,
+    extraction_model: Annotated[str | None, typer.Option(
+        help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
+    defer_index: Annotated[bool, typer.Option(
+        "--defer-index", help="Rebuild the vector indexes after the load (large loads).")]
+    = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
+    = False,
+) -> None:
+    """Ingest documents: extract entities and relations into the knowledge graph."""
+    from graph_flows.indexing.context import IndexingContext
+    from ui.cli import ingest as commands
+
+    with _indexing_errors():
+        if extraction_model:
+            load_settings(extraction_model=extraction_model)  # validates the spec
+        ctx = IndexingContext(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                              concurrency=concurrency, batch_size=batch_size,
+                              extraction_model=extraction_model)
+        commands.ingest(console, err_console, paths, source=source, scope=scope,
+                        workers=workers, retry_failed=retry_failed, context=ctx,
+                        as_json=as_json, defer_index=defer_index)
+
+
+@app.command("ingest-worker", hidden=True)
+def ingest_worker(
+    scope: Annotated[str, typer.Option()],
+    source: Annotated[str | None, typer.Option()] = None,
+    context: Annotated[str, typer.Option(help="IndexingContext as JSON.")] = "{}",
+) -> None:
+    """Internal: one worker process of `krag ingest --workers N`."""
+    from ui.cli import ingest as commands
+
+    commands.worker(console, scope=scope, source=source, context_json=context)
+
+
+@app.command()
+def status(
+    scope: Annotated[str | None, typer.Option(help="Only this scope.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Per source: documents, chunks by status, entities, relations, LLM usage."""
+    from ui.cli import ingest as commands
+
+    commands.status(console, scope=scope, as_json=as_json)
+
+
+@app.command()
+def remove(
+    source: Annotated[str, typer.Argument(help="Source name, as `krag status` lists it.")],
+    scope: Annotated[str | None, typer.Option(help="Scope (default: KRAG_SCOPE).")] = None,
+) -> None:
+    """Remove a source: its documents, chunks and whatever only they supported."""
+    from ui.cli import ingest as commands
+
+    commands.remove(console, source=source, scope=scope)
+
+
+@app.command()
+def reembed(
+    batch_size: Annotated[int, typer.Option(help="Texts per embedding request.")] = 64,
+) -> None:
+    """Re-embed every entity and relation with the configured embedding model."""
+    from ui.cli import ingest as commands
+
+    with _indexing_errors():
+        commands.reembed(console, batch_size=batch_size)
+
+
+@app.command("ui")
+def ui_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8501,
+) -> None:
+    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser)."""
+    import subprocess
+
+    app_path = Path(__file__).resolve().parents[1] / "web" / "app.py"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
+           "--server.address", host, "--server.port", str(port),
+           "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.maxUploadSize", str(settings_from_cli().max_upload_mb)]
+    raise typer.Exit(subprocess.call(cmd))
+
+
+@app.command("mcp")
+def mcp_command(
+    transport: Annotated[str, typer.Option(
+        "--transport", help="stdio (for a client that launches krag) or http (streamable "
+                            "HTTP at http://HOST:PORT/mcp).")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="HTTP: address to listen on.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="HTTP: port to listen on.")] = 8765,
+    scope: Annotated[str | None, typer.Option(
+        help="Knowledge scope every tool reads and writes (default: KRAG_SCOPE).")] = None,
+) -> None:
+    """Serve the knowledge graph over MCP: kag_query, recall, remember, correct."""
+    if transport not in ("stdio", "http"):
+        raise UserError(f"--transport must be stdio or http, got {transport!r}")
+    if not 1 <= port <= 65535:
+        raise UserError(f"--port must be 1..65535, got {port}")
+    from ui import mcp as mcp_server
+
+    settings_from_cli()  # validates the environment before anything starts
+    mcp_server.serve(transport=transport, host=host, port=port, scope=scope)  # type: ignore[arg-type]
+
+
+def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signal path
+    # A normal exit runs atexit handlers, so the embedded Postgres handle is released.
+    sys.exit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: one-line errors, SIGTERM as a clean exit."""
+    from storage import StorageError
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        code = app(args=argv, standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
+    except (SettingsError, StorageError, UserError) as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        sys.exit(2)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors (typer vendors its own click)
+        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

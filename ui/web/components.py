@@ -1,0 +1,183 @@
+"""Streamlit pieces shared by the pages: Mermaid diagrams, sources, metrics, sidebar.
+
+Untrusted text (entity names, facts, document names) is only ever shown escaped
+(:func:`ui.web.backend.md_escape`), with ``st.text`` / ``st.code``, or inside the Mermaid
+component, where the diagram source is HTML-escaped and mermaid runs with
+``securityLevel: 'strict'``. Nothing here uses ``unsafe_allow_html``.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import date
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+import streamlit.components.v1 as components
+
+from graph_flows.query.sections import validity
+from ui.web.backend import md_escape
+
+MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
+SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
+NO_LLM_HELP = (
+    "Answers are extractive (the retrieved facts, cited) until a chat model is reachable. "
+    "To connect one: start [Ollama](https://ollama.com) and `ollama pull llama3.1`, then set "
+    "`KRAG_CHAT_MODEL=ollama:llama3.1` (and `KRAG_OLLAMA_HOST` if it is not on "
+    "localhost:11434); or use an OpenAI-compatible endpoint with `KRAG_CHAT_MODEL=openai:<model>`, "
+    "`KRAG_OPENAI_BASE_URL` and `KRAG_OPENAI_API_KEY`. Restart `krag ui` afterwards.")
+
+
+@lru_cache(maxsize=1)
+def _mermaid_js(mtime: float) -> str:
+    return MERMAID_JS.read_text(encoding="utf-8")
+
+
+def mermaid_available() -> bool:
+    return MERMAID_JS.is_file() and MERMAID_JS.stat().st_size > 0
+
+
+def mermaid_html(diagram: str) -> str:
+    """A standalone page rendering ``diagram`` with the locally installed mermaid.js."""
+    js = _mermaid_js(MERMAID_JS.stat().st_mtime).replace("</script", "<\\/script")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<style>body{margin:0;font-family:sans-serif;background:#fff}"
+        "pre.mermaid{margin:0;display:flex;justify-content:center}</style></head><body>"
+        f"<pre class=\"mermaid\">{html.escape(diagram)}</pre>"
+        f"<script>{js}</script>"
+        "<script>mermaid.initialize({startOnLoad:true, securityLevel:'strict', "
+        "theme:'default', flowchart:{htmlLabels:false}});</script>"
+        "</body></html>")
+
+
+def diagram_height(diagram: str) -> int:
+    nodes = sum(1 for line in diagram.splitlines() if line.strip().endswith('"]'))
+    return max(160, min(620, 90 + 38 * nodes))
+
+
+def render_mermaid(diagram: str) -> None:
+    """The diagram as SVG (local mermaid.js), or its source with a setup hint."""
+    if not diagram or diagram.strip() == "graph LR":
+        return
+    if mermaid_available():
+        components.html(mermaid_html(diagram), height=diagram_height(diagram), scrolling=True)
+    else:
+        st.code(diagram, language="text")
+        st.caption(SETUP_HINT)
+
+
+def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:
+    docs = "; ".join(f"{s.get('title') or s.get('source')} ({s.get('uri')})"
+                     for s in c.get("sources", []))
+    when = validity(fact) or validity(c)
+    return (f"**\\[{md_escape(c.get('label', ''))}\\]** {md_escape(c.get('fact', ''))}"
+            + (f" *({md_escape(when)})*" if when else "")
+            + (f"  \n*from:* {md_escape(docs)}" if docs else ""))
+
+
+def render_sources(result: dict[str, Any]) -> None:
+    """Expandable panel: cited facts with their validity and documents, then definitions."""
+    citations, entities = result.get("citations") or [], result.get("entities") or []
+    if not citations and not entities:
+        return
+    facts = {f.get("id"): f for f in result.get("facts") or [] if isinstance(f, dict)}
+    with st.expander(f"Sources ({len(citations)} cited facts)"):
+        for c in citations:
+            st.markdown(_citation_line(c, facts.get(c.get("fact_id"), {})))
+        if entities:
+            st.markdown("**Entities**")
+            for e in entities[:12]:
+                name, kind = md_escape(e.get("name", "")), md_escape(e.get("type", ""))
+                st.markdown(f"- **{name}** *({kind})*: {md_escape(e.get('summary', ''))}")
+
+
+def render_metrics(result: dict[str, Any]) -> None:
+    """One caption: answer mode, results per retrieval method, fallbacks, milliseconds."""
+    m = result.get("search_metrics") or {}
+    results = m.get("results") or {}
+    methods = ", ".join(f"{md_escape(k)} {v}" for k, v in results.items() if v) or "none"
+    fallback = m.get("fallback") or {}
+    fb = ", ".join(md_escape(k) for k, v in fallback.items() if v) if isinstance(fallback, dict) \
+        else md_escape(fallback)
+    as_of = f" · as of {md_escape(result['as_of'])}" if result.get("as_of") else ""
+    st.caption(f"answer: {md_escape(result.get('answer_mode', '?'))} · methods: {methods} · "
+               f"vector fallback: {fb or 'no'} · retrieval {float(m.get('total_ms') or 0):.0f} ms"
+               + as_of)
+    for err in result.get("errors") or []:
+        st.caption(f"note: {md_escape(err)}")
+
+
+def confidence_line(result: dict[str, Any]) -> str | None:
+    """ "Confidence: label — reason" (escaped) from ``answer_confidence``, or None if absent."""
+    conf = result.get("answer_confidence")
+    if not isinstance(conf, dict) or not conf.get("label"):
+        return None
+    reason = str(conf.get("reason") or "").strip()
+    return f"Confidence: {md_escape(conf['label'])}" + (f" — {md_escape(reason)}" if reason else "")
+
+
+def render_answer_extras(result: dict[str, Any], *, diagram: bool = True) -> None:
+    """Everything under an answer: diagram, sources, confidence, metrics."""
+    if diagram:
+        render_mermaid(result.get("mermaid", ""))
+    render_sources(result)
+    if line := confidence_line(result):
+        st.caption(line)
+    render_metrics(result)
+
+
+def model_status(settings: Any) -> tuple[bool, str]:
+    """(LLM reachable, one line) for the configured chat model; probes are cached."""
+    from graph_flows.shared.providers import ProviderError, resolve_chat_model
+
+    try:
+        res = resolve_chat_model(settings)
+    except ProviderError as exc:
+        return False, str(exc)
+    if res.llm_mode:
+        return True, f"Chat model: {res.spec}"
+    return False, res.notice or "Running in no-LLM mode."
+
+
+def no_llm_banner(notice: str) -> None:
+    st.warning(f"**No-LLM mode.** {md_escape(notice)}\n\n{NO_LLM_HELP}")
+
+
+def scope_label(name: str, chain: list[str]) -> str:
+    """``team-a  (team-a › realm › platform)`` for a nested scope, the plain name for a root."""
+    return f"{name}  ({' › '.join(chain)})" if len(chain) > 1 else name
+
+
+def scope_picker(chains: dict[str, list[str]], default: str) -> str:
+    """Sidebar select of known scopes, labelled with their chains; the choice (a scope name)
+    is kept in ``session_state['scope']``."""
+    current = st.session_state.get("scope", default)
+    options = list(chains) if current in chains else [*chains, current]
+    choice = st.sidebar.selectbox(
+        "Scope", options, index=options.index(current),
+        format_func=lambda name: scope_label(name, chains.get(name, [name])),
+        help="Knowledge scope (tenant/project). A query sees its scope and its ancestors'.")
+    st.session_state["scope"] = choice
+    return choice
+
+
+def scope_caption(chain: list[str]) -> None:
+    """Under the picker: the scopes answers read (own + ancestors), the one uploads write to."""
+    st.sidebar.caption(f"Answers use: {md_escape(', '.join(chain))}  \n"
+                       f"uploads go to {md_escape(chain[0])}")
+
+
+def as_of_picker() -> str | None:
+    """Optional "as of" date (ISO) in the sidebar, kept in ``session_state['as_of']``."""
+    as_of = None
+    if st.sidebar.checkbox("Answer as of a past date", key="as_of_enabled",
+                           help="Answer from the facts that were valid on that date."):
+        today = date.today()
+        picked = st.sidebar.date_input("As of", value=today, min_value=date(1000, 1, 1),
+                                       max_value=today, key="as_of_date")
+        as_of = picked.isoformat() if isinstance(picked, date) else None
+    st.session_state["as_of"] = as_of
+    return as_of
