@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: setup mermaid demo test lint clean
+.PHONY: setup mermaid demo test test-fast lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "krag needs Python >= 3.11"'
@@ -36,8 +36,14 @@ demo: setup
 test: setup
 	$(PY) -m pytest
 
+# The fast tier only (no subprocess servers, browsers, kill/restart or load tests).
+test-fast: setup
+	$(PY) -m pytest -m "not slow"
+
+# ruff, then the import contracts of docs/ARCHITECTURE.md (pyproject [tool.importlinter]).
 lint: setup
-	$(VENV)/bin/ruff check graph_flows storage ui prompts tests
+	$(VENV)/bin/ruff check graph_flows storage ui prompts tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .krag .pytest_cache ui/node_modules

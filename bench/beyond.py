@@ -201,7 +201,7 @@ def run_temporal(server_url: str, base: str, graph: synthetic.SyntheticGraph, n:
             for c in conds:
                 report.setdefault(c, {})[label] = tally[c].report(len(plan))
         for c, st in stores.items():
-            with st.engine.connect() as conn:
+            with st.connect() as conn:
                 open_ = conn.execute(text(
                     "SELECT count(*) FROM relations WHERE fact LIKE '% CEO of %' "
                     "AND invalid_at IS NULL")).scalar()

@@ -1,7 +1,7 @@
 """Indexing throughput benchmark (results go to docs/BENCHMARKS.md, section "Indexing").
 
 1. **LLM concurrency**: the real ``ChatOpenAI`` client against the wire-protocol stub server
-   of the tests (``tests/llm_server.py``) answering every chat request after a fixed
+   of the tests (``bench/llm_server.py``) answering every chat request after a fixed
    latency (default 200 ms), at concurrency 1, 4 and 8. Reports chunks/s, % of the ideal
    rate (concurrency / latency) and LLM calls per chunk. Embeddings are a hash embedder here
    so the number isolates the extraction stage; ``--minilm`` adds a row with the real
@@ -40,13 +40,13 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from graph_flows.indexing import runner  # noqa: E402
+from bench.fakes import ContentLLMServer, ScriptedChatModel  # noqa: E402
 from graph_flows.indexing.context import IndexingContext  # noqa: E402
+from graph_flows.services import ingest as runner  # noqa: E402
 from graph_flows.shared.providers import make_chat_model  # noqa: E402
 from graph_flows.shared.resources import Resources, use_resources  # noqa: E402
 from graph_flows.shared.settings import Settings  # noqa: E402
 from storage import KnowledgeStore, start_embedded, stop_embedded  # noqa: E402
-from tests.indexing_fakes import ContentLLMServer, ScriptedChatModel  # noqa: E402
 
 FIRST = ["Ada", "Grace", "Edgar", "Michael", "Karen", "Doug", "Shay", "Emil", "Hervé", "Yury",
          "Patricia", "Jim", "Donald", "Raymond", "Larry", "Andrew", "Jolly", "Tim", "Denny",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import json
 import statistics
 import threading
@@ -133,11 +134,14 @@ def run_load(db_url: str, *, clients: int, seconds: float, pool_size: int = 10,
                     with contextlib.suppress(psycopg.Error):
                         peak[0] = max(peak[0], connection_count(db_url, dbname))
 
-            threads = [threading.Thread(target=client, args=(n,), name=f"client-{n}")
+            # Each thread runs in a copy of this context: it sees the installed resources.
+            threads = [threading.Thread(target=contextvars.copy_context().run,
+                                        args=(client, n), name=f"client-{n}")
                        for n in range(clients)]
             threads.append(threading.Thread(target=sampler, name="sampler"))
             if ingest:
-                threads.append(threading.Thread(target=ingester, name="ingester"))
+                threads.append(threading.Thread(target=contextvars.copy_context().run,
+                                                args=(ingester,), name="ingester"))
             t_start = time.perf_counter()
             for t in threads:
                 t.start()

@@ -233,14 +233,14 @@ class _RecordingConn:
 class RecordingEngine:
     """Engine stand-in that records every statement the search functions execute."""
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self, source: Any) -> None:
+        self.source = source  # anything with connect(): an Engine or a KnowledgeStore
         self.calls: list[tuple[str, Any, Any]] = []
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[_RecordingConn]:
-        with self.engine.connect() as conn:
+        with self.source.connect() as conn:
             yield _RecordingConn(conn, self.calls)
 
 
@@ -439,7 +439,7 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
                                (dbname,)).fetchone() is not None
     if reuse and exists:
         store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
-        with store.engine.connect() as conn:
+        with store.connect() as conn:
             stored = conn.execute(text(
                 "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
         if stored and json.loads(stored)["params"] == params:
@@ -464,7 +464,7 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
 
 
 def database_facts(store: KnowledgeStore) -> dict[str, Any]:
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         settings = dict(conn.execute(text(
             "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
             "('shared_buffers', 'work_mem', 'effective_cache_size', 'max_parallel_workers', "

@@ -523,7 +523,7 @@ def load_graph(
     if rebuild_indexes:
         times.update(rebuild(store, log=say))
     t3 = time.perf_counter()
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with store.connect(autocommit=True) as conn:
         for table in ("entities", "relations", "entity_words", "entity_provenance",
                       "relation_provenance", "chunks"):
             conn.exec_driver_sql(f"ANALYZE {table}")
@@ -536,7 +536,7 @@ def rebuild(store: KnowledgeStore, log: Any = None) -> dict[str, float]:
     """(Re)create the load indexes with bulk-build settings; seconds per index."""
     say = log or (lambda *_: None)
     out: dict[str, float] = {}
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+    with store.connect(autocommit=True) as conn:
         conn.exec_driver_sql("SET maintenance_work_mem = '1GB'")
         conn.exec_driver_sql("SET max_parallel_maintenance_workers = 2")
         conn.exec_driver_sql("SET statement_timeout = 0")

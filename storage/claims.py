@@ -13,7 +13,7 @@ import os
 import socket
 from pathlib import Path
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 
 def local_worker_id() -> str:
@@ -37,37 +37,41 @@ def pid_alive(pid: int) -> bool:
     return state not in {"Z", "X"}
 
 
-def release_dead_local_claims(engine: Engine, hostname: str | None = None) -> int:
+def release_dead_local_claims(conn: Connection, hostname: str | None = None) -> int:
     """Put chunks claimed by dead processes of this host back to pending; returns how many."""
     host = hostname or socket.gethostname()
-    with engine.connect() as conn:
-        workers = list(conn.execute(text(
-            "SELECT DISTINCT worker FROM extraction_status "
-            "WHERE status = 'extracting' AND worker LIKE :prefix"),
-            {"prefix": host.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-             + ":%"}).scalars())
-    dead = []
-    for worker in workers:
-        pid = worker.rsplit(":", 1)[-1]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            dead.append(worker)
+    workers = list(conn.execute(text(
+        "SELECT DISTINCT worker FROM extraction_status "
+        "WHERE status = 'extracting' AND worker LIKE :prefix"),
+        {"prefix": host.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+         + ":%"}).scalars())
+    dead = [w for w in workers
+            if (pid := w.rsplit(":", 1)[-1]).isdigit() and not pid_alive(int(pid))]
     if not dead:
         return 0
-    with engine.begin() as conn:
-        return conn.execute(text(
-            "UPDATE extraction_status SET status = 'pending', worker = NULL, updated_at = now() "
-            "WHERE status = 'extracting' AND worker = ANY(:dead)"), {"dead": dead}).rowcount
+    return conn.execute(text(
+        "UPDATE extraction_status SET status = 'pending', worker = NULL, updated_at = now() "
+        "WHERE status = 'extracting' AND worker = ANY(:dead)"), {"dead": dead}).rowcount
 
 
-def requeue_failed(engine: Engine, scope: str, source: str | None = None) -> int:
+def requeue_failed(conn: Connection, scope: str, source: str | None = None) -> int:
     """Put failed chunks of a scope (and source) back to pending for ``--retry-failed``.
 
     Done once at the start of a run, so chunks failing again are not retried in a loop.
     """
+    return conn.execute(text("""
+        UPDATE extraction_status s SET status = 'pending', updated_at = now()
+        FROM chunks c JOIN documents d ON d.id = c.document_id
+        WHERE s.chunk_id = c.id AND s.status = 'failed' AND d.scope = :scope
+          AND (CAST(:source AS text) IS NULL OR d.source = :source)"""),
+        {"scope": scope, "source": source}).rowcount
+
+
+def release_worker_claims(engine: Engine, worker: str) -> int:
+    """Put chunks still claimed by ``worker`` back to pending (a run of this process that
+    failed left them); returns how many."""
     with engine.begin() as conn:
-        return conn.execute(text("""
-            UPDATE extraction_status s SET status = 'pending', updated_at = now()
-            FROM chunks c JOIN documents d ON d.id = c.document_id
-            WHERE s.chunk_id = c.id AND s.status = 'failed' AND d.scope = :scope
-              AND (CAST(:source AS text) IS NULL OR d.source = :source)"""),
-            {"scope": scope, "source": source}).rowcount
+        return conn.execute(text(
+            "UPDATE extraction_status SET status = 'pending', worker = NULL, "
+            "updated_at = now() WHERE status = 'extracting' AND worker = :w"),
+            {"w": worker}).rowcount

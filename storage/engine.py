@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy.exc import ArgumentError, OperationalError
 
 from storage.errors import DatabaseUnavailableError
 
@@ -31,11 +29,13 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def mask_password(url: str) -> str:
-    """The URL with its password replaced by ``****`` (for messages)."""
-    parts = urlsplit(url)
-    if parts.password:
-        return url.replace(f":{parts.password}@", ":****@", 1)
-    return url
+    """The URL with its password replaced by ``***`` (for messages and logs): SQLAlchemy's
+    own rendering, which also reads ``http(s)://`` URLs. A string it cannot parse keeps
+    only what follows its last ``@``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url if "@" not in url else "***@" + url.rsplit("@", 1)[1]
 
 
 def make_engine(

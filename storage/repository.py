@@ -9,13 +9,20 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from storage import documents, graph_writes, migrate, work
-from storage.engine import make_engine
-from storage.errors import (
-    EmbeddingDimensionMismatchError,
-    ExtensionMissingError,
-    NotFoundError,
+from storage import (
+    claims,
+    documents,
+    graph_writes,
+    meta,
+    migrate,
+    resolution,
+    scopes,
+    stats,
+    vectors,
+    work,
 )
+from storage.engine import make_engine
+from storage.errors import NotFoundError
 from storage.models import (
     ChunkOutcome,
     ChunkWork,
@@ -66,10 +73,10 @@ class KnowledgeStore:
         """
         engine = make_engine(url, pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
         try:
-            _check_extensions_available(engine)
+            meta.check_extensions_available(engine)
             migrate.upgrade(engine, embedding_dim)
             if check_embedding:
-                _check_or_record_embedding(engine, embedding_model, embedding_dim)
+                meta.check_or_record_embedding(engine, embedding_model, embedding_dim)
         except Exception:
             engine.dispose()
             raise
@@ -96,6 +103,15 @@ class KnowledgeStore:
     def transaction(self) -> Iterator[Connection]:
         """A connection inside one transaction (committed on success, rolled back on error)."""
         with self.engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def connect(self, *, autocommit: bool = False) -> Iterator[Connection]:
+        """A pooled connection for reads (nothing is committed for the caller);
+        ``autocommit=True`` for maintenance statements (ANALYZE, index builds)."""
+        with self.engine.connect() as conn:
+            if autocommit:
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
 
     # -- documents -------------------------------------------------------------------------
@@ -145,6 +161,16 @@ class KnowledgeStore:
             work.complete_chunks(conn, completed)
 
     # -- reads -----------------------------------------------------------------------------
+    def similar_name_pairs(
+        self, names: Sequence[tuple[str, str]], threshold: float
+    ) -> set[tuple[str, str]]:
+        """(group, name) tuples -> name pairs of one group with pg_trgm similarity >= threshold."""
+        return resolution.similar_name_pairs(self.engine, names, threshold)
+
+    def name_similarities(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """pg_trgm ``similarity(a, b)`` of each (a, b) pair, in order."""
+        return resolution.name_similarities(self.engine, pairs)
+
     def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
         with self.engine.connect() as conn:
             rows = conn.execute(text(
@@ -171,12 +197,46 @@ class KnowledgeStore:
             exts = dict(conn.execute(text(
                 "SELECT extname, extversion FROM pg_extension "
                 "WHERE extname IN ('vector', 'pg_trgm')")).all())
-            meta = _read_meta(conn)
+            stored = meta.read_meta(conn)
         return ServerInfo(
             version, exts, migrate.current_revision(self.engine),
-            meta.get("embedding_model"),
-            int(meta["embedding_dim"]) if "embedding_dim" in meta else None,
+            stored.get("embedding_model"),
+            int(stored["embedding_dim"]) if "embedding_dim" in stored else None,
         )
+
+    # -- reads for the services (status, progress, scopes, claims) --------------------------
+    def source_stats(self, scope: str | None = None, sources: Sequence[str] | None = None
+                     ) -> list[stats.SourceStats]:
+        """Per (scope, source) statistics; see :func:`storage.stats.source_stats`."""
+        return stats.source_stats(self.engine, scope, sources)
+
+    def embedding_info(self) -> tuple[str | None, int | None]:
+        """(model, dimension) of the stored vectors."""
+        return stats.embedding_info(self.engine)
+
+    def failed_chunks(self, scope: str | None = None, source: str | None = None,
+                      limit: int = 20) -> list[tuple[str, str, str]]:
+        """(uri, chunk id, error) of failed chunks, most recent first."""
+        return stats.failed_chunks(self.engine, scope, source, limit)
+
+    def held_scopes(self) -> list[str]:
+        """Scopes that hold entities (see :func:`storage.scopes.held_scopes`)."""
+        with self.engine.connect() as conn:
+            return scopes.held_scopes(conn)
+
+    def release_worker_claims(self, worker: str) -> int:
+        """Put chunks still claimed by ``worker`` back to pending; returns how many."""
+        return claims.release_worker_claims(self.engine, worker)
+
+    def drop_vector_indexes(self) -> None:
+        """Drop the HNSW indexes before a large load (:func:`storage.vectors`)."""
+        with self.transaction() as conn:
+            vectors.drop_vector_indexes(conn)
+
+    def create_vector_indexes(self) -> None:
+        """(Re)create missing HNSW indexes."""
+        with self.transaction() as conn:
+            vectors.create_vector_indexes(conn)
 
     # -- embeddings ------------------------------------------------------------------------
     def reset_embeddings(self, embedding_model: str, embedding_dim: int) -> None:
@@ -193,44 +253,5 @@ class KnowledgeStore:
                 conn.execute(text(
                     f"CREATE INDEX {table}_embedding_hnsw ON {table} "
                     "USING hnsw (embedding vector_cosine_ops)"))
-            _write_meta(conn, embedding_model, embedding_dim)
+            meta.write_meta(conn, embedding_model, embedding_dim)
         self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
-
-
-def _read_meta(conn: Connection) -> dict[str, str]:
-    if conn.execute(text("SELECT to_regclass('krag_meta')")).scalar() is None:
-        return {}
-    return dict(conn.execute(text("SELECT key, value FROM krag_meta")).all())
-
-
-def _write_meta(conn: Connection, model: str, dim: int) -> None:
-    conn.execute(text(
-        "INSERT INTO krag_meta (key, value) VALUES ('embedding_model', :m), "
-        "('embedding_dim', :d) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
-        {"m": model, "d": str(dim)})
-
-
-def _check_extensions_available(engine: Engine) -> None:
-    with engine.connect() as conn:
-        available = set(conn.execute(text(
-            "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'pg_trgm')"
-        )).scalars())
-    missing = {"vector", "pg_trgm"} - available
-    if missing:
-        raise ExtensionMissingError(
-            f"PostgreSQL server lacks extension(s) {', '.join(sorted(missing))}; install "
-            "pgvector/contrib (e.g. the pgvector/pgvector image) or unset KRAG_DATABASE_URL.")
-
-
-def _check_or_record_embedding(engine: Engine, model: str, dim: int) -> None:
-    with engine.begin() as conn:
-        meta = _read_meta(conn)
-        if not meta:
-            _write_meta(conn, model, dim)
-            return
-        stored_model, stored_dim = meta.get("embedding_model"), int(meta["embedding_dim"])
-        if stored_model != model or stored_dim != dim:
-            raise EmbeddingDimensionMismatchError(
-                f"this store holds {stored_dim}-d vectors from {stored_model}, but "
-                f"KRAG_EMBEDDING_MODEL is {model} ({dim}-d); set it back, or run "
-                f"`krag reembed` to re-embed everything with {model}.")

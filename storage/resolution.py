@@ -4,6 +4,8 @@
   set of deterministic ids (to merge exact matches and to skip re-embedding).
 - :func:`similar_entities`: near-duplicate candidates of the same type and scope through the
   pg_trgm GIN index on ``entities.name``.
+- :func:`similar_name_pairs` / :func:`name_similarities`: pg_trgm ``similarity()`` of the
+  batch's own names, computed by PostgreSQL (no Python copy of pg_trgm to keep equal).
 - :func:`prefer_longer_summaries`: the longest description of an entity wins (the bulk
   upsert keeps an existing non-empty summary).
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from storage.bulk import vector_literal
 
@@ -44,25 +46,25 @@ class KnownRelation:
     has_embedding: bool
 
 
-def existing_entities(engine: Engine, entity_ids: Sequence[str]) -> dict[str, KnownEntity]:
+def existing_entities(conn: Connection, entity_ids: Sequence[str]) -> dict[str, KnownEntity]:
     """Stored entities among ``entity_ids``, by id."""
     if not entity_ids:
         return {}
-    with engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT id, name, type, summary, embedding IS NOT NULL AS has_embedding "
-            "FROM entities WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
+    rows = conn.execute(text(
+        "SELECT id, name, type, summary, embedding IS NOT NULL AS has_embedding "
+        "FROM entities WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
     return {r.id: KnownEntity(r.id, r.name, r.type, r.summary, r.has_embedding) for r in rows}
 
 
-def existing_relations(engine: Engine, relation_ids: Sequence[str]) -> dict[str, KnownRelation]:
+def existing_relations(
+    conn: Connection, relation_ids: Sequence[str]
+) -> dict[str, KnownRelation]:
     """Stored relations among ``relation_ids``, by id."""
     if not relation_ids:
         return {}
-    with engine.connect() as conn:
-        rows = conn.execute(text(
-            "SELECT id, confidence, embedding IS NOT NULL AS has_embedding "
-            "FROM relations WHERE id = ANY(:ids)"), {"ids": list(relation_ids)}).all()
+    rows = conn.execute(text(
+        "SELECT id, confidence, embedding IS NOT NULL AS has_embedding "
+        "FROM relations WHERE id = ANY(:ids)"), {"ids": list(relation_ids)}).all()
     return {r.id: KnownRelation(r.id, r.confidence, r.has_embedding) for r in rows}
 
 
@@ -81,38 +83,74 @@ ORDER BY q.i, e.sim DESC, e.id
 
 
 def similar_entities(
-    engine: Engine, scope: str, queries: Sequence[tuple[str, str]]
+    conn: Connection, scope: str, queries: Sequence[tuple[str, str]]
 ) -> list[list[KnownEntity]]:
     """For each (name, type): stored entities of that type and scope with similar names.
 
-    Uses the GIN trigram index (``%`` at :data:`CANDIDATE_THRESHOLD`, set for this
-    transaction only); best first.
+    Uses the GIN trigram index (``%`` at :data:`CANDIDATE_THRESHOLD`, set for the rest of
+    ``conn``'s transaction only); best first.
     """
     out: list[list[KnownEntity]] = [[] for _ in queries]
     if not queries:
         return out
-    with engine.begin() as conn:
-        conn.execute(text(f"SET LOCAL pg_trgm.similarity_threshold = {CANDIDATE_THRESHOLD}"))
-        rows = conn.execute(text(_SIMILAR.replace("%%", "%")), {
-            "names": [n for n, _ in queries], "types": [t for _, t in queries],
-            "scope": scope, "k": CANDIDATES_PER_NAME}).all()
+    conn.execute(text(f"SET LOCAL pg_trgm.similarity_threshold = {CANDIDATE_THRESHOLD}"))
+    rows = conn.execute(text(_SIMILAR.replace("%%", "%")), {
+        "names": [n for n, _ in queries], "types": [t for _, t in queries],
+        "scope": scope, "k": CANDIDATES_PER_NAME}).all()
     for r in rows:
         out[r.i - 1].append(
             KnownEntity(r.id, r.name, r.type, r.summary, r.has_embedding, float(r.sim)))
     return out
 
 
+_PAIRS = """
+SELECT a.name AS a, b.name AS b
+FROM unnest(CAST(:names AS text[]), CAST(:groups AS text[])) WITH ORDINALITY AS a(name, grp, i)
+JOIN unnest(CAST(:names AS text[]), CAST(:groups AS text[])) WITH ORDINALITY AS b(name, grp, i)
+  ON a.grp = b.grp AND a.i < b.i
+WHERE similarity(a.name, b.name) >= :threshold
+"""
+
+
+def similar_name_pairs(
+    engine: Engine, names: Sequence[tuple[str, str]], threshold: float
+) -> set[tuple[str, str]]:
+    """Pairs of names of the same group whose pg_trgm similarity is >= ``threshold``.
+
+    ``names`` holds (group, name) tuples; each pair is returned in both orders.
+    """
+    unique = sorted(set(names))
+    if len(unique) < 2:
+        return set()
+    with engine.connect() as conn:
+        rows = conn.execute(text(_PAIRS), {
+            "names": [n for _, n in unique], "groups": [g for g, _ in unique],
+            "threshold": threshold}).all()
+    return {(r.a, r.b) for r in rows} | {(r.b, r.a) for r in rows}
+
+
+def name_similarities(engine: Engine, pairs: Sequence[tuple[str, str]]) -> list[float]:
+    """pg_trgm ``similarity(a, b)`` of each (a, b) pair, in order."""
+    if not pairs:
+        return []
+    with engine.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT similarity(a, b) FROM unnest(CAST(:a AS text[]), CAST(:b AS text[])) "
+            "WITH ORDINALITY AS p(a, b, i) ORDER BY i"),
+            {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}).scalars().all()
+    return [float(r) for r in rows]
+
+
 def prefer_longer_summaries(
-    engine: Engine, updates: Sequence[tuple[str, str, Sequence[float] | None]]
+    conn: Connection, updates: Sequence[tuple[str, str, Sequence[float] | None]]
 ) -> int:
     """Set (summary, embedding) of entities whose stored summary is shorter; returns rows."""
     if not updates:
         return 0
-    with engine.begin() as conn:
-        result = conn.execute(text(
-            "UPDATE entities SET summary = :summary, updated_at = now(), "
-            "embedding = COALESCE(CAST(:embedding AS vector), embedding) "
-            "WHERE id = :id AND length(summary) < length(:summary)"),
-            [{"id": i, "summary": s, "embedding": vector_literal(v)}
-             for i, s, v in sorted(updates)])
+    result = conn.execute(text(
+        "UPDATE entities SET summary = :summary, updated_at = now(), "
+        "embedding = COALESCE(CAST(:embedding AS vector), embedding) "
+        "WHERE id = :id AND length(summary) < length(:summary)"),
+        [{"id": i, "summary": s, "embedding": vector_literal(v)}
+         for i, s, v in sorted(updates)])
     return result.rowcount or 0

@@ -60,3 +60,9 @@ def list_scopes(conn: Connection) -> list[tuple[str, str | None]]:
         UNION SELECT DISTINCT d.scope, NULL FROM documents d
         WHERE NOT EXISTS (SELECT 1 FROM scopes s WHERE s.name = d.scope)
         ORDER BY 1""")).all()]
+
+
+def held_scopes(conn: Connection) -> list[str]:
+    """Every scope holding entities, sorted."""
+    return list(conn.execute(text(
+        "SELECT DISTINCT scope FROM entities ORDER BY scope")).scalars())

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, text
 
 from storage.bulk import vector_literal
 
@@ -16,46 +16,39 @@ _TEXTS = {
 }
 
 
-def count_rows(engine: Engine) -> dict[str, int]:
+def count_rows(conn: Connection) -> dict[str, int]:
     """Rows per embedded table."""
-    with engine.connect() as conn:
-        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar() or 0 for t in TABLES}
+    return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar() or 0 for t in TABLES}
 
 
-def iter_texts(engine: Engine, table: str, page: int) -> Iterator[list[tuple[str, str]]]:
-    """Pages of (id, text to embed) of ``table`` in id order (keyset pagination)."""
-    after = ""
-    while True:
-        with engine.connect() as conn:
-            rows = [(r.id, r.body) for r in conn.execute(
-                text(_TEXTS[table]), {"after": after, "n": page}).all()]
-        if not rows:
-            return
-        yield rows
-        after = rows[-1][0]
+def text_page(
+    conn: Connection, table: str, after: str, page: int
+) -> list[tuple[str, str]]:
+    """Up to ``page`` (id, text to embed) of ``table`` with ids after ``after``, in id order
+    (keyset pagination: pass the last id of one page to get the next; ``""`` to start)."""
+    return [(r.id, r.body) for r in conn.execute(
+        text(_TEXTS[table]), {"after": after, "n": page}).all()]
 
 
 def write_vectors(
-    engine: Engine, table: str, vectors: Sequence[tuple[str, Sequence[float]]]
+    conn: Connection, table: str, vectors: Sequence[tuple[str, Sequence[float]]]
 ) -> None:
     """Set the embedding of each (id, vector) of ``table``."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}")
-    with engine.begin() as conn:
+    if vectors:
         conn.execute(text(f"UPDATE {table} SET embedding = CAST(:v AS vector) WHERE id = :id"),
                      [{"id": i, "v": vector_literal(v)} for i, v in vectors])
 
 
-def drop_vector_indexes(engine: Engine) -> None:
+def drop_vector_indexes(conn: Connection) -> None:
     """Drop the HNSW indexes (a bulk load is much faster without them)."""
-    with engine.begin() as conn:
-        for table in TABLES:
-            conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
+    for table in TABLES:
+        conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
 
 
-def create_vector_indexes(engine: Engine) -> None:
+def create_vector_indexes(conn: Connection) -> None:
     """(Re)create the HNSW cosine indexes after a bulk load."""
-    with engine.begin() as conn:
-        for table in TABLES:
-            conn.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
-                              "USING hnsw (embedding vector_cosine_ops)"))
+    for table in TABLES:
+        conn.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
+                          "USING hnsw (embedding vector_cosine_ops)"))

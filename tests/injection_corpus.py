@@ -1,4 +1,4 @@
-"""Prompt-injection corpus for tests/test_security_injection.py (data only, no tests).
+"""Prompt-injection corpus for tests/security/test_security_injection.py (data only, no tests).
 
 :data:`ATTACKS` (>= 50): each an instruction aimed at the model, possibly obfuscated, with
 the field of the extraction it is smuggled in (``carrier``) when a compromised or obedient LLM

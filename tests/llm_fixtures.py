@@ -1,4 +1,4 @@
-"""Pytest fixture ``llm_server``: a started :class:`tests.llm_server.LLMServer` per test.
+"""Pytest fixture ``llm_server``: a started :class:`bench.llm_server.LLMServer` per test.
 
 Import it from ``conftest.py`` (``from tests.llm_fixtures import llm_server  # noqa: F401``)
 or from a test module.
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.llm_server import LLMServer
+from bench.llm_server import LLMServer
 
 
 @pytest.fixture

@@ -9,10 +9,12 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from sqlalchemy import text
 
 from storage import KnowledgeStore, start_embedded, stop_embedded
 
@@ -94,3 +96,21 @@ def store(db_url: str) -> Iterator[KnowledgeStore]:
         yield s
     finally:
         s.close()
+
+
+def rows(store: KnowledgeStore, sql: str, **params: Any) -> list[Any]:
+    """Rows of one read-only statement on ``store`` (tests checking database state)."""
+    with store.connect() as conn:
+        return list(conn.execute(text(sql), params).all())
+
+
+def execute(store: KnowledgeStore, sql: str, **params: Any) -> int:
+    """Run one statement in its own transaction on ``store``; returns the row count."""
+    with store.transaction() as conn:
+        return conn.execute(text(sql), params).rowcount or 0
+
+
+def url_rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of one statement on the database at ``url`` (libpq or SQLAlchemy form)."""
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://", 1)) as conn:
+        return [tuple(r) for r in conn.execute(sql).fetchall()]

@@ -1,11 +1,18 @@
-"""Embedding texts of the graph, batched: entities as "name: description", relations as facts."""
+"""Embedding texts of the graph, batched: entities as "name: description", relations as facts.
+
+Vectors never enter the graph state: :func:`embed_marked` runs inside the ``write`` node and
+its vectors go straight into that node's transaction; :func:`reembed_all` (``krag reembed``)
+pages through the store.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+
+from storage import KnowledgeStore, vectors
 
 
 def entity_text(name: str, summary: str) -> str:
@@ -24,42 +31,48 @@ def embed_texts(
     return out
 
 
-def embed_resolved(
+def embed_marked(
     embeddings: Embeddings, resolved: dict[str, Any], batch_size: int
-) -> dict[str, Any]:
-    """``resolved`` with an ``embedding`` on every entity/relation marked ``embed``."""
-    entities = [dict(e) for e in resolved["entities"]]
-    relations = [dict(r) for r in resolved["relations"]]
-    todo = [e for e in entities if e["embed"]] + [r for r in relations if r["embed"]]
+) -> dict[str, list[float]]:
+    """Vectors by id of the resolved entities and relations marked ``embed`` (those the store
+    lacks, or whose text changed)."""
+    todo = [e for e in resolved["entities"] if e["embed"]] + \
+        [r for r in resolved["relations"] if r["embed"]]
     texts = [entity_text(x["name"], x["summary"]) if "name" in x else x["fact"] for x in todo]
-    for item, vector in zip(todo, embed_texts(embeddings, texts, batch_size), strict=True):
-        item["embedding"] = vector
-    return {**resolved, "entities": entities, "relations": relations}
+    found = embed_texts(embeddings, texts, batch_size)
+    return {x["id"]: vector for x, vector in zip(todo, found, strict=True)}
 
 
 def reembed_all(
-    store: Any, embeddings: Embeddings, *, batch_size: int = 64,
-    on_progress: Any = None,
+    store: KnowledgeStore, embeddings: Embeddings, *, batch_size: int = 64,
+    on_progress: Callable[[int, int], Any] | None = None,
 ) -> dict[str, int]:
     """Re-embed every entity and relation of the store; returns rows embedded per table.
 
     The HNSW indexes are dropped during the load and rebuilt at the end (much faster than
-    maintaining them row by row).
+    maintaining them row by row). Each page of vectors is written in its own transaction.
     """
-    from storage import vectors
-
-    totals = vectors.count_rows(store.engine)
-    done = {table: 0 for table in vectors.TABLES}
-    vectors.drop_vector_indexes(store.engine)
+    step = max(1, batch_size)
+    with store.connect() as conn:
+        total = sum(vectors.count_rows(conn).values())
+    done = dict.fromkeys(vectors.TABLES, 0)
+    store.drop_vector_indexes()
     try:
         for table in vectors.TABLES:
-            for page in vectors.iter_texts(store.engine, table, max(1, batch_size)):
-                vecs = embed_texts(embeddings, [body for _, body in page], batch_size)
-                vectors.write_vectors(store.engine, table,
-                                      [(i, v) for (i, _), v in zip(page, vecs, strict=True)])
+            after = ""
+            while True:
+                with store.connect() as conn:
+                    page = vectors.text_page(conn, table, after, step)
+                if not page:
+                    break
+                found = embed_texts(embeddings, [body for _, body in page], batch_size)
+                with store.transaction() as conn:
+                    vectors.write_vectors(conn, table, [
+                        (i, v) for (i, _), v in zip(page, found, strict=True)])
                 done[table] += len(page)
+                after = page[-1][0]
                 if on_progress:
-                    on_progress(sum(done.values()), sum(totals.values()))
+                    on_progress(sum(done.values()), total)
     finally:
-        vectors.create_vector_indexes(store.engine)
+        store.create_vector_indexes()
     return done

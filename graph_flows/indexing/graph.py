@@ -1,19 +1,27 @@
 """The indexing graph: documents -> clean chunks -> extraction -> validation -> resolution ->
-embeddings -> PostgreSQL, one claimed batch at a time.
+embeddings and writes to PostgreSQL, one claimed batch at a time.
 
-    prepare -> sync_documents -> claim_batch -> extract -> validate -> resolve -> embed -> write
-                                      ^                                                  |
-                                      +--------------------------------------------------+
+    prepare -> sync_documents -> claim_batch -> extract -> validate -> resolve -> write
+                                      ^                                          |
+                                      +------------------------------------------+
 
 ``sync_documents`` stores each document version (unchanged documents add no work). The loop
 then claims pending chunks in batches (``FOR UPDATE SKIP LOCKED``, so several workers share
 them) and writes each batch's graph in the same transaction that marks its chunks completed:
-a run killed at any point loses at most its batches in flight, which are claimed again.
-With an LLM, ``extract`` queues the next batch's calls before finishing the current one, so
-LLM latency overlaps validation, resolution, embedding and writing.
+a run killed at any point loses at most its batch in flight, which is claimed again.
 
-Invoke with ``runner.run_indexing(inputs, IndexingContext(...))`` (it sets a recursion
-limit fit for thousands of batches) or ``graph.invoke(inputs, context=..., config=...)``.
+``extract`` runs the batch's LLM calls ``concurrency`` at a time on a pool that lives only
+inside that step, so no call outlives it and nothing about a run is kept outside its state:
+a run that fails in ``resolve`` or ``write`` leaves nothing calling the LLM.
+
+``write`` embeds the new or changed texts and writes them with the graph (embedding and
+writing are one node so vectors never enter the state, which a checkpointer such as
+``langgraph dev`` stores after every step: the state carries ids and texts only). A ``write``
+that fails after embedding is retried or its batch claimed again, and embeds again.
+
+Invoke with ``graph_flows.services.ingest.run_indexing(inputs, IndexingContext(...))`` (it
+sets a recursion limit fit for thousands of batches) or
+``graph.invoke(inputs, context=..., config=...)``.
 """
 
 from __future__ import annotations
@@ -22,11 +30,11 @@ from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.nodes import (
     claim_batch,
-    embed,
     extract,
     prepare,
     resolve,
@@ -36,6 +44,7 @@ from graph_flows.indexing.nodes import (
 )
 from graph_flows.indexing.resources import RECURSION_LIMIT
 from graph_flows.indexing.state import IndexingState, InputState, OutputState
+from storage import DatabaseUnavailableError
 
 
 # -- routers --------------------------------------------------------------------------------
@@ -52,10 +61,6 @@ def after_claim(state: IndexingState) -> Literal["extract", "__end__"]:
 def lost_connection(exc: Exception) -> bool:
     """A database connection that died under a node (server restart, pg_terminate_backend),
     or another transient server-side error (SQLSTATE classes 08, 40, 57: OperationalError)."""
-    from sqlalchemy.exc import DBAPIError, OperationalError
-
-    from storage import DatabaseUnavailableError
-
     return isinstance(exc, DatabaseUnavailableError | OperationalError) or (
         isinstance(exc, DBAPIError) and bool(exc.connection_invalidated))
 
@@ -67,7 +72,7 @@ DB_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=lost_conne
 # -- assembly -------------------------------------------------------------------------------
 builder = StateGraph(IndexingState, context_schema=IndexingContext,
                      input_schema=InputState, output_schema=OutputState)
-for node in (prepare, sync_documents, validate, embed):
+for node in (prepare, sync_documents, validate):
     builder.add_node(node)
 for node in (claim_batch, extract, resolve, write):
     builder.add_node(node, retry_policy=DB_RETRY)
@@ -75,8 +80,8 @@ builder.add_edge(START, "prepare")
 builder.add_edge("prepare", "sync_documents")
 builder.add_conditional_edges("sync_documents", after_sync)
 builder.add_conditional_edges("claim_batch", after_claim)
-for a, b in (("extract", "validate"), ("validate", "resolve"), ("resolve", "embed"),
-             ("embed", "write"), ("write", "claim_batch")):
+for a, b in (("extract", "validate"), ("validate", "resolve"), ("resolve", "write"),
+             ("write", "claim_batch")):
     builder.add_edge(a, b)
 
 graph = builder.compile(name="indexing").with_config(recursion_limit=RECURSION_LIMIT)

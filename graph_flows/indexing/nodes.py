@@ -1,12 +1,12 @@
 """Node functions of the indexing graph. Each reads the context, does one thing and returns
-only the state keys it changed. Resources come from :func:`runner.get_resources`."""
+only the state keys it changed. Resources come from
+:func:`graph_flows.indexing.resources.get_resources`; nothing about a run is kept outside its
+state."""
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,16 @@ from langgraph.runtime import Runtime
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.documents.chunking import chunk_text
 from graph_flows.indexing.documents.clean import clean_text
-from graph_flows.indexing.documents.loaders import LoadedDocument, LoadFailure, load_path, load_text
-from graph_flows.indexing.embed import embed_resolved
-from graph_flows.indexing.extraction.llm import AHEAD, extract_batch
+from graph_flows.indexing.documents.loaders import load_path, load_text
+from graph_flows.indexing.documents.types import LoadedDocument, LoadFailure
+from graph_flows.indexing.embed import embed_marked
+from graph_flows.indexing.extraction.llm import extract_batch
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import validate_extraction
 from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
+from graph_flows.shared.dates import parse_date
 from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
 from storage.resolution import prefer_longer_summaries
@@ -46,7 +48,7 @@ def run_sources(inputs: dict[str, Any]) -> list[str]:
     With neither paths nor texts (a worker sharing pending chunks), the given source if any.
     """
     names = [source_name(p, inputs.get("source")) for p in inputs.get("paths") or []]
-    if inputs.get("texts"):
+    if inputs.get("texts") or inputs.get("records"):
         names.append(inputs.get("source") or "inline")
     if not names and inputs.get("source"):
         names.append(inputs["source"])
@@ -61,11 +63,12 @@ def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     scope = state.get("scope") or res.settings.scope
     sources = run_sources(state)
     claim_source = sources[0] if len(sources) == 1 else None
-    requeued = requeue_failed(res.store.engine, scope, claim_source) \
-        if state.get("retry_failed") else 0
+    requeued = 0
+    if state.get("retry_failed"):
+        with res.store.transaction() as conn:
+            requeued = requeue_failed(conn, scope, claim_source)
     return {"mode": "llm" if res.llm_mode else "no-llm", "model": res.model_spec,
             "notice": res.notice, "worker": ctx.worker_id or local_worker_id(),
-            "run_id": uuid.uuid4().hex,
             "claim_scope": scope, "claim_source": claim_source, "chunks": {"requeued": requeued},
             "llm": {"calls": 0, "input_tokens": 0, "output_tokens": 0}}
 
@@ -89,39 +92,32 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
         except ValueError as exc:
             item = LoadFailure(f"inline-{n}", str(exc))
         tally.add(item, state.get("source") or "inline")
+    for rec in state.get("records") or []:
+        try:
+            item = load_text(rec["text"], uri=rec["uri"], title=rec.get("title"))
+        except ValueError as exc:
+            item = LoadFailure(rec["uri"], str(exc))
+        tally.add(item, state.get("source") or "inline")
     return {"documents": dict(tally.docs), "chunks": dict(tally.chunks),
             "removed": dict(tally.removed), "failures": tally.failures}
 
 
 def claim_batch(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Take the batch claimed ahead by ``extract``, or claim the next pending chunks."""
+    """Claim the next pending chunks (an empty batch ends the run)."""
     ctx = context_of(runtime)
-    batch = AHEAD.claimed(state["run_id"])
-    if batch is None:
-        batch = _claim(get_resources(ctx).store, state, ctx)
-    if not batch:
-        AHEAD.close(state["run_id"])
-    return {"batch": batch, "extractions": [], "validated": [], "resolved": {}, "embedded": {},
+    batch = _claim(get_resources(ctx).store, state, ctx)
+    return {"batch": batch, "extractions": [], "validated": [], "resolved": {},
             "chunks": {"claimed": len(batch)}}
 
 
 def extract(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Extract the batch, ``concurrency`` chunks at a time. With an LLM, the next batch is
-    claimed and queued first, so its calls overlap this batch's remaining work."""
+    """Extract the batch, ``concurrency`` chunks at a time (every call ends in this step).
+
+    The mode chosen in ``prepare`` holds for the whole run: a model that becomes reachable
+    mid-run (probes expire) does not switch a no-LLM run to the LLM halfway."""
     ctx = context_of(runtime)
-    res = get_resources(ctx)
-    run_id, batch = state["run_id"], state["batch"]
-    if res.chat_model is None:
-        results = extract_batch(batch, None, concurrency=ctx.concurrency)
-    else:
-        if not AHEAD.is_next(run_id, batch):
-            AHEAD.submit(run_id, batch, res.chat_model, ctx.concurrency)
-        upcoming = _claim(res.store, state, ctx)
-        if upcoming:
-            AHEAD.submit(run_id, upcoming, res.chat_model, ctx.concurrency)
-        results = AHEAD.collect(run_id, batch)
-        if results is None:  # not queued (cannot happen after submit; kept as a safe path)
-            results = extract_batch(batch, res.chat_model, concurrency=ctx.concurrency)
+    model = get_resources(ctx).chat_model if state.get("mode") == "llm" else None
+    results = extract_batch(state["batch"], model, concurrency=ctx.concurrency)
     usage = {"calls": sum(r["llm_calls"] for r in results),
              "input_tokens": sum(r["input_tokens"] for r in results),
              "output_tokens": sum(r["output_tokens"] for r in results)}
@@ -164,26 +160,26 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
                          "outcomes": outcomes}, "merges": found.merges}
 
 
-def embed(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Embed new entities ("name: description") and facts, batched."""
-    ctx = context_of(runtime)
-    embedded = embed_resolved(get_resources(ctx).embeddings, state["resolved"],
-                              ctx.embed_batch_size)
-    return {"embedded": embedded}
-
-
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """One transaction: upsert the batch's graph and mark its chunks completed; fail the rest."""
-    store = get_resources(context_of(runtime)).store
-    data = state["embedded"]
+    """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
+    chunks completed; fail the chunks whose extraction failed.
+
+    The vectors stay local to this step (the checkpointed state carries ids and texts only).
+    """
+    ctx = context_of(runtime)
+    res = get_resources(ctx)
+    data = state["resolved"]
+    vectors = embed_marked(res.embeddings, data, ctx.embed_batch_size)
     outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
     # Longer descriptions of stored entities first: idempotent, so a crash before the graph
     # write below only means the chunks are extracted again, with the same result.
-    prefer_longer_summaries(store.engine, [(e["id"], e["summary"], e.get("embedding"))
-                                           for e in data["entities"] if e["longer_summary"]])
-    store.write_graph([_entity_in(e) for e in data["entities"]],
-                      [_relation_in(r) for r in data["relations"]], completed=outcomes)
-    failures = _fail_chunks(store, state["batch"], state["extractions"])
+    with res.store.transaction() as conn:
+        prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
+                                       for e in data["entities"] if e["longer_summary"]])
+    res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
+                          [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
+                          completed=outcomes)
+    failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
         dropped.update(outcome.dropped)
@@ -196,7 +192,8 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def _claim(store: KnowledgeStore, state: IndexingState,
            ctx: IndexingContext) -> list[dict[str, Any]]:
     """Claim pending chunks for this run (claims of dead local workers are freed first)."""
-    release_dead_local_claims(store.engine)
+    with store.transaction() as conn:
+        release_dead_local_claims(conn)
     work = store.claim_chunks(ctx.batch_size, state["worker"], scope=state["claim_scope"],
                               source=state.get("claim_source"), stale_after_s=ctx.stale_after_s)
     return [{"id": w.id, "document_id": w.document_id, "text": w.text, "scope": w.scope,
@@ -251,15 +248,15 @@ def _fail_chunks(store: KnowledgeStore, batch: list[dict[str, Any]],
     return failures
 
 
-def _entity_in(e: dict[str, Any]) -> EntityIn:
+def _entity_in(e: dict[str, Any], vector: list[float] | None) -> EntityIn:
     return EntityIn(name=e["name"], type=e["type"], scope=e["scope"], summary=e["summary"],
-                    confidence=e["confidence"], embedding=e.get("embedding"),
+                    confidence=e["confidence"], embedding=vector,
                     chunk_ids=tuple(e["chunk_ids"]))
 
 
-def _relation_in(r: dict[str, Any]) -> RelationIn:
+def _relation_in(r: dict[str, Any], vector: list[float] | None) -> RelationIn:
     return RelationIn(subject_id=r["subject_id"], predicate=r["predicate"],
                       object_id=r["object_id"], fact=r["fact"], scope=r["scope"],
-                      confidence=r["confidence"], embedding=r.get("embedding"),
-                      valid_at=datetime.fromisoformat(r["valid_at"]) if r["valid_at"] else None,
+                      confidence=r["confidence"], embedding=vector,
+                      valid_at=parse_date(r["valid_at"]),
                       chunk_ids=tuple(r["chunk_ids"]), attribute=r.get("attribute"))

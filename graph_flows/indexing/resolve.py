@@ -5,10 +5,11 @@
    so they merge within the batch and with the store by id.
 2. **Near duplicates, same type only**: a new name whose *compact* form (letters and digits
    only: "Postgre SQL" = "PostgreSQL" = "postgre-sql") or whose pg_trgm similarity (>=
-   ``threshold``) matches an earlier name of the batch or a stored entity is mapped onto that
-   entity's id. The earlier mention wins within a batch, the stored entity wins over a new
-   one, so the result does not depend on how chunks were batched (chunks are claimed in
-   document order). Names that match but have different types are never merged.
+   ``threshold``, computed by PostgreSQL) matches an earlier name of the batch or a stored
+   entity is mapped onto that entity's id. The earlier mention wins within a batch, the
+   stored entity wins over a new one, so the result does not depend on how chunks were
+   batched (chunks are claimed in document order). Names that match but have different
+   types are never merged.
 3. Relations are re-pointed to the resolved ids; self-loops created by a merge are dropped.
 
 The longest description wins (within the batch here, against the store in the write step).
@@ -22,71 +23,54 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC
 from functools import lru_cache
 from typing import Any
 
-from storage import ids
+from sqlalchemy import Connection
+
+from graph_flows.shared.dates import parse_date
+from storage import KnowledgeStore, ids
 from storage.resolution import existing_entities, existing_relations, similar_entities
 
 _WORDS = re.compile(r"[^\W_]+")
 MIN_FUZZY_LEN = 4  # shorter names only merge exactly (trigrams of "Go" match too much)
 
 
-# -- name similarity, as pg_trgm computes it ------------------------------------------------
-@lru_cache(maxsize=65536)
-def trigrams(name: str) -> frozenset[str]:
-    """pg_trgm's trigram set: lowercased words padded with two spaces before, one after."""
-    out: set[str] = set()
-    for word in _WORDS.findall(name.lower()):
-        padded = f"  {word} "
-        out.update(padded[i:i + 3] for i in range(len(padded) - 2))
-    return frozenset(out)
-
-
-def similarity(a: str, b: str) -> float:
-    """pg_trgm ``similarity(a, b)``: shared trigrams over all trigrams."""
-    ta, tb = trigrams(a), trigrams(b)
-    return len(ta & tb) / len(ta | tb) if ta and tb else 0.0
-
-
+# -- name similarity (pg_trgm's, computed by the store) -------------------------------------
 @lru_cache(maxsize=65536)
 def compact(name: str) -> str:
     """Letters and digits only, casefolded: the spelling-variant key."""
     return "".join(_WORDS.findall(unicodedata.normalize("NFKC", name).casefold()))
 
 
-def near_duplicate(a: str, b: str, threshold: float) -> bool:
-    """Same compact form, or trigram similarity >= threshold (names of 4+ characters)."""
+def near_duplicate(a: str, b: str, similarity: float, threshold: float) -> bool:
+    """Same compact form, or pg_trgm ``similarity`` >= threshold (names of 4+ characters)."""
     if compact(a) == compact(b):
         return True
-    return min(len(a), len(b)) >= MIN_FUZZY_LEN and similarity(a, b) >= threshold
+    return min(len(a), len(b)) >= MIN_FUZZY_LEN and similarity >= threshold
 
 
 class NameIndex:
-    """Earlier names of one (scope, type) bucket, found by compact key or shared trigrams."""
+    """Earlier names of one (scope, type) bucket, found by compact key or by similarity
+    (``similar``: the name pairs at or above the threshold, from the store)."""
 
-    def __init__(self) -> None:
+    def __init__(self, similar: set[tuple[str, str]]) -> None:
         self.by_compact: dict[str, Group] = {}
-        self.by_trigram: dict[str, list[tuple[str, Group]]] = {}
+        self.names: list[tuple[str, Group]] = []
+        self.similar = similar
 
-    def find(self, name: str, threshold: float) -> Group | None:
+    def find(self, name: str) -> Group | None:
+        """The group of the earliest matching name (compact key first)."""
         hit = self.by_compact.get(compact(name))
         if hit is not None or len(name) < MIN_FUZZY_LEN:
             return hit
-        seen: set[str] = set()
-        for gram in trigrams(name):
-            for other, group in self.by_trigram.get(gram, ()):
-                if other not in seen:
-                    seen.add(other)
-                    if len(other) >= MIN_FUZZY_LEN and similarity(name, other) >= threshold:
-                        return group
-        return None
+        return next((group for other, group in self.names
+                     if len(other) >= MIN_FUZZY_LEN and (name, other) in self.similar), None)
 
     def add(self, name: str, group: Group) -> None:
         self.by_compact.setdefault(compact(name), group)
-        for gram in trigrams(name):
-            self.by_trigram.setdefault(gram, []).append((name, group))
+        self.names.append((name, group))
 
 
 # -- grouping -------------------------------------------------------------------------------
@@ -129,16 +113,21 @@ class Resolution:
     relation_counts: dict[str, int]     # chunk id -> relations kept
 
 
-def group_mentions(validated: Sequence[dict[str, Any]], threshold: float) -> list[Group]:
+def group_mentions(
+    store: Any, validated: Sequence[dict[str, Any]], threshold: float
+) -> list[Group]:
     """Exact then near-duplicate grouping of the batch's entity mentions (first one wins)."""
     groups: list[Group] = []
     by_key: dict[tuple[str, str, str], Group] = {}
     buckets: dict[tuple[str, str], NameIndex] = {}
+    similar = store.similar_name_pairs(
+        [(f"{c['scope']}\x1f{e['type']}", e["name"]) for c in validated for e in c["entities"]
+         if len(e["name"]) >= MIN_FUZZY_LEN], threshold)
     for chunk in validated:
         for ent in chunk["entities"]:
             key = (chunk["scope"], ent["type"], ids.normalize_name(ent["name"]))
-            bucket = buckets.setdefault(key[:2], NameIndex())
-            group = by_key.get(key) or bucket.find(ent["name"], threshold)
+            bucket = buckets.setdefault(key[:2], NameIndex(similar))
+            group = by_key.get(key) or bucket.find(ent["name"])
             if group is None:
                 group = Group(ent["name"], ent["type"], chunk["scope"])
                 groups.append(group)
@@ -150,10 +139,17 @@ def group_mentions(validated: Sequence[dict[str, Any]], threshold: float) -> lis
     return groups
 
 
-def match_store(store: Any, groups: Sequence[Group], threshold: float) -> None:
+def match_store(store: KnowledgeStore, groups: Sequence[Group], threshold: float) -> None:
     """Point groups at stored entities: exact id of any variant first, then near duplicates."""
+    with store.connect() as conn:
+        _match_store(conn, store, groups, threshold)
+
+
+def _match_store(
+    conn: Connection, store: KnowledgeStore, groups: Sequence[Group], threshold: float
+) -> None:
     variant_ids = {ids.entity_id(v, g.type, g.scope): g for g in groups for v in g.variants}
-    known = existing_entities(store.engine, list(variant_ids))
+    known = existing_entities(conn, list(variant_ids))
     for group in groups:
         hit = next((known[i] for i in (ids.entity_id(v, group.type, group.scope)
                                        for v in group.variants) if i in known), None)
@@ -162,33 +158,20 @@ def match_store(store: Any, groups: Sequence[Group], threshold: float) -> None:
             group.stored_summary, group.stored_has_embedding = hit.summary, hit.has_embedding
     for scope in sorted({g.scope for g in groups}):
         fresh = [g for g in groups if g.scope == scope and g.stored_id is None]
-        found = similar_entities(store.engine, scope, [(g.name, g.type) for g in fresh])
+        found = similar_entities(conn, scope, [(g.name, g.type) for g in fresh])
+        pairs = [(v, c.name) for group, candidates in zip(fresh, found, strict=True)
+                 for c in candidates for v in group.variants]
+        sims = dict(zip(pairs, store.name_similarities(pairs), strict=True))
         for group, candidates in zip(fresh, found, strict=True):
             hit = next((c for c in candidates if any(
-                near_duplicate(v, c.name, threshold) for v in group.variants)), None)
+                near_duplicate(v, c.name, sims[(v, c.name)], threshold)
+                for v in group.variants)), None)
             if hit:
                 group.name, group.stored_id = hit.name, hit.id
                 group.stored_summary, group.stored_has_embedding = hit.summary, hit.has_embedding
 
 
 # -- relations ------------------------------------------------------------------------------
-def parse_date(value: str | None) -> datetime | None:
-    """``YYYY``, ``YYYY-MM``, ``YYYY-MM-DD`` or full ISO 8601 as a UTC datetime; else None."""
-    if not value:
-        return None
-    value = value.strip()
-    for fmt in ("%Y", "%Y-%m", "%Y-%m-%d"):
-        try:
-            return datetime.strptime(value, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def build_relations(
     validated: Sequence[dict[str, Any]], id_of: dict[tuple[str, str, str], str],
     dropped: dict[str, dict[str, int]], kept: dict[str, int],
@@ -212,6 +195,7 @@ def build_relations(
             kept[cid] = kept.get(cid, 0) + 1
             rid = ids.relation_id(ends[0], rel["predicate"], ends[1])
             when = parse_date(rel.get("valid_at"))
+            when_iso = when.astimezone(UTC).isoformat() if when else None
             cur = out.get(rid)
             if cur is None:
                 out[rid] = cur = {"id": rid, "subject_id": ends[0], "object_id": ends[1],
@@ -222,17 +206,19 @@ def build_relations(
             elif rel["confidence"] > cur["confidence"]:
                 cur["fact"], cur["confidence"] = rel["fact"], rel["confidence"]
             cur["attribute"] = cur["attribute"] or rel.get("attribute")
-            if when and (cur["valid_at"] is None or when.isoformat() < cur["valid_at"]):
-                cur["valid_at"] = when.isoformat()
+            if when_iso and (cur["valid_at"] is None or when_iso < cur["valid_at"]):
+                cur["valid_at"] = when_iso
             if cid not in cur["chunk_ids"]:
                 cur["chunk_ids"].append(cid)
     return list(out.values())
 
 
 # -- the batch ------------------------------------------------------------------------------
-def resolve_batch(store: Any, validated: Sequence[dict[str, Any]], threshold: float) -> Resolution:
+def resolve_batch(
+    store: KnowledgeStore, validated: Sequence[dict[str, Any]], threshold: float
+) -> Resolution:
     """Resolve a batch's validated extractions against itself and the store."""
-    groups = group_mentions(validated, threshold)
+    groups = group_mentions(store, validated, threshold)
     match_store(store, groups, threshold)
     by_id: dict[str, Group] = {}
     id_of: dict[tuple[str, str, str], str] = {}
@@ -249,7 +235,8 @@ def resolve_batch(store: Any, validated: Sequence[dict[str, Any]], threshold: fl
     dropped: dict[str, dict[str, int]] = {}
     kept: dict[str, int] = {}
     relations = build_relations(validated, id_of, dropped, kept)
-    known = existing_relations(store.engine, [r["id"] for r in relations])
+    with store.connect() as conn:
+        known = existing_relations(conn, [r["id"] for r in relations])
     for rel in relations:
         old = known.get(rel["id"])
         rel["embed"] = old is None or not old.has_embedding or rel["confidence"] > old.confidence

@@ -1,8 +1,9 @@
 """State of the indexing graph: what callers pass, what flows between nodes, what they get.
 
-Values are plain JSON-friendly data (str, int, dict, list) so checkpointers and LangGraph
-Studio can store and show them. Per-batch keys are replaced by each batch; run totals
-accumulate through the reducers named in their annotations.
+Values are plain JSON-friendly data (str, int, dict, list; dates as ISO 8601 strings) so
+checkpointers and LangGraph Studio can store and show them. Embedding vectors are not
+state: they are computed and written inside the ``write`` step. Per-batch keys are replaced
+by each batch; run totals accumulate through the reducers named in their annotations.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class InputState(TypedDict):
     """Files or folders to ingest (.md, .txt, .pdf, .html, ...)."""
     texts: NotRequired[list[str]]
     """Texts to ingest directly (each becomes one document ``inline-<n>``)."""
+    records: NotRequired[list[dict[str, str]]]
+    """Documents given as ``{"uri", "text", "title"?}`` (the uri is the document's identity)."""
     source: NotRequired[str | None]
     """Source name for the documents. Unset: the file or folder name (``inline`` for texts)."""
     scope: NotRequired[str | None]
@@ -77,8 +80,6 @@ class OutputState(TypedDict):
 class IndexingState(InputState, OutputState):
     """Full state: input, output and the batch in flight."""
 
-    run_id: str
-    """Identifies this run in process-local helpers (the batch extracted ahead)."""
     worker: str
     """Worker id recorded on claims (``hostname:pid`` unless the context names one)."""
     claim_scope: str
@@ -92,6 +93,5 @@ class IndexingState(InputState, OutputState):
     validated: list[dict[str, Any]]
     """Per chunk: {chunk_id, scope, entities, relations, dropped, usage}."""
     resolved: dict[str, Any]
-    """{entities: [...], relations: [...], outcomes: [...], to_embed: {...}}."""
-    embedded: dict[str, Any]
-    """``resolved`` with vectors filled in where the store has none yet."""
+    """{entities, relations, outcomes}: resolved ids and texts; those marked ``embed`` get
+    their vectors in the ``write`` step (vectors are never part of the state)."""

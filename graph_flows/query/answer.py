@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import contextvars
-import queue
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,6 +11,7 @@ from prompts import load_prompt, render
 
 EXTRACTIVE_HEADER = "No-LLM mode: extractive answer from the knowledge base (no model wrote this)."
 _CITE = re.compile(r"\[(F\d+)\]")
+TIMER_SLACK_S = 0.05
 
 
 class AnswerTimeoutError(TimeoutError):
@@ -26,69 +24,46 @@ def llm_answer(
 ) -> str:
     """Stream the model's answer token by token through ``emit``; return the full text.
 
-    ``deadline`` (``time.time()``): the stream runs on a helper thread and is abandoned when
-    the deadline passes (:class:`AnswerTimeoutError`), even before its first token; the
-    helper stops at the model's next token (or at the model's own ``llm_timeout_s``).
+    ``deadline`` (``time.time()``): the stream runs in this thread and is closed (which
+    closes its HTTP response) at the first token after the deadline; the model, built for
+    the remaining budget, gives up by itself if the server sends nothing. Either way
+    :class:`AnswerTimeoutError` carries the text streamed so far, and no call runs on.
     """
     system = render(load_prompt("answer_v1"), definitions=definitions or "(none)",
                     facts=facts or "(none)")
     messages = [("system", system), ("human", query)]
-    if deadline is None:
-        parts: list[str] = []
-        for chunk in model.stream(messages):
+    parts: list[str] = []
+    stream = model.stream(messages)
+    try:
+        for chunk in stream:
+            if deadline is not None and time.time() >= deadline:
+                raise AnswerTimeoutError("".join(parts))
             token = _token(chunk)
             if token:
                 parts.append(token)
                 emit(token)
-        return "".join(parts)
-    return _stream_until(model, messages, emit, deadline)
+    except AnswerTimeoutError:
+        raise
+    except Exception as exc:
+        if deadline is not None and budget_spent(deadline):
+            raise AnswerTimeoutError("".join(parts)) from exc
+        raise
+    finally:
+        stream.close()
+    return "".join(parts)
+
+
+def budget_spent(deadline: float) -> bool:
+    """True once ``deadline`` (``time.time()``) has passed, within the clients' timer slack:
+    a failure then is the budget's timeout (a model's own, shorter ``llm_timeout_s`` is
+    reported as a failure of the model)."""
+    return time.time() >= deadline - TIMER_SLACK_S
 
 
 def _token(chunk: Any) -> str:
     content = chunk.content
     return content if isinstance(content, str) else "".join(
         p.get("text", "") for p in content if isinstance(p, dict))
-
-
-_END = object()
-
-
-def _stream_until(model: Any, messages: list, emit: Callable[[str], None],
-                  deadline: float) -> str:
-    """Tokens come through a queue so this thread (which owns ``emit``) can time out."""
-    tokens: queue.Queue[Any] = queue.Queue()
-    stop = threading.Event()
-
-    def pump() -> None:
-        try:
-            for chunk in model.stream(messages):
-                if stop.is_set():
-                    return
-                tokens.put(_token(chunk))
-            tokens.put(_END)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            tokens.put(exc)
-
-    context = contextvars.copy_context()  # keep callbacks/tracing of the graph run
-    threading.Thread(target=context.run, args=(pump,), daemon=True,
-                     name="krag-answer").start()
-    parts: list[str] = []
-    while True:
-        remaining = deadline - time.time()
-        try:
-            if remaining <= 0:
-                raise queue.Empty
-            item = tokens.get(timeout=remaining)
-        except queue.Empty:
-            stop.set()
-            raise AnswerTimeoutError("".join(parts)) from None
-        if item is _END:
-            return "".join(parts)
-        if isinstance(item, BaseException):
-            raise item
-        if item:
-            parts.append(item)
-            emit(item)
 
 
 def extractive_answer(

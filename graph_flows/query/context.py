@@ -33,3 +33,7 @@ class QueryContext:
         "description": "Largest Mermaid diagram (most relevant first)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})
     answer_temperature: float = field(default=0.3, metadata={"description": "Answer."})
+    generate_answer: bool = field(default=True, metadata={
+        "description": "Run the answer step. False ends the run after build_context: the "
+                       "retrieved entities and facts with their context sections, no answer "
+                       "model (the MCP tool kag_query runs the graph this way)."})

@@ -1,8 +1,15 @@
-"""The query graph: analyze_query -> retrieve_knowledge -> build_context -> generate_response."""
+"""The query graph: analyze_query -> retrieve_knowledge -> build_context -> generate_response.
+
+``QueryContext.generate_answer=False`` ends the run after build_context (retrieval and
+context only, no answer model): one graph serves answers and plain retrieval.
+"""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from graph_flows.query.context import QueryContext
 from graph_flows.query.nodes import (
@@ -13,6 +20,18 @@ from graph_flows.query.nodes import (
 )
 from graph_flows.query.state import QueryInput, QueryOutput, QueryState
 
+
+def after_context(
+    state: QueryState, runtime: Runtime[QueryContext]
+) -> Literal["generate_response", "__end__"]:
+    """Route after build_context: the answer step, or the end when the run context says
+    ``generate_answer=False``."""
+    ctx = runtime.context
+    wanted = ctx.get("generate_answer", True) if isinstance(ctx, dict) else getattr(
+        ctx, "generate_answer", True)
+    return "generate_response" if wanted else END
+
+
 builder = StateGraph(QueryState, context_schema=QueryContext, input_schema=QueryInput,
                      output_schema=QueryOutput)
 builder.add_node(analyze_query)
@@ -22,7 +41,7 @@ builder.add_node(generate_response)
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")
 builder.add_edge("retrieve_knowledge", "build_context")
-builder.add_edge("build_context", "generate_response")
+builder.add_conditional_edges("build_context", after_context)
 builder.add_edge("generate_response", END)
 
 graph = builder.compile(name="query")

@@ -1,13 +1,18 @@
-"""The four nodes of the query graph. Each reads its context, does one thing, returns keys."""
+"""The four nodes of the query graph. Each reads its context, does one thing, returns keys.
+
+Model calls run in the node's own thread, bounded by the request budget through the
+clients' own timeouts (a model built for the remaining budget): nothing is left running
+when a node gives up. A failure the user sees as one line in ``errors`` keeps its cause in
+the log.
+"""
 
 from __future__ import annotations
 
-import contextvars
-import threading
+import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
@@ -16,11 +21,12 @@ from graph_flows.query import analyze, answer, retrieval, scoring, sections
 from graph_flows.query.context import QueryContext
 from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
+from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
 from prompts import load_prompt
 from storage import search
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 # Share of request_timeout_s the query-analysis LLM call may use; the heuristic replaces it
 # when it takes longer, so retrieval and the answer keep the rest of the budget.
 ANALYSIS_SHARE = 1 / 3
@@ -48,15 +54,12 @@ def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
 
 
 def _as_of(value: Any) -> datetime | None:
-    """Parse the optional "as of" date; a bad one is an input error naming the field."""
-    if value in (None, ""):
-        return None
+    """Parse the optional "as of" date (a bare year means its first day); a bad one is an
+    input error naming the field."""
     try:
-        parsed = datetime.fromisoformat(str(value))
-    except ValueError:
-        raise analyze.InvalidQueryError(
-            f"as_of must be an ISO date such as 2024-05-01 (got {str(value)[:40]!r})") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return require_date(value, field="as_of")
+    except DateParseError as exc:
+        raise analyze.InvalidQueryError(str(exc)) from None
 
 
 def analyze_query(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
@@ -66,52 +69,38 @@ def analyze_query(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str
     _as_of(state.get("as_of"))  # a bad date fails here, before any work
     res = get_resources()
     scope = state.get("scope") or res.settings.scope
-    spec = ctx.analysis_model or res.settings.effective_extraction_model
-    model = res.chat_model(spec, temperature=ctx.analysis_temperature)
     budget = res.settings.request_timeout_s
     deadline = state.get("deadline") or time.time() + budget
-    errors: list[str] = []
-    result = None
-    if model is not None:
-        try:
-            result = call_within(
-                lambda: analyze.llm_analysis(model, query, hints,
-                                             load_prompt("query_analysis_v1")),
-                min(budget * ANALYSIS_SHARE, deadline - time.time()))
-        except TimeoutError:
-            errors.append(f"query analysis by LLM took longer than its share of the "
-                          f"{budget:g} s request budget; used the heuristic instead")
-        except Exception as exc:
-            errors.append(f"query analysis by LLM failed ({type(exc).__name__}); "
-                          "used the heuristic instead")
+    result, errors = _llm_analysis(res, ctx, query, hints,
+                                   min(budget * ANALYSIS_SHARE, deadline - time.time()))
     if result is None:
         result = analyze.heuristic_analysis(query, hints)
     return {"query": query, "entity_hints": hints, "scope": scope, "analysis": result,
             "errors": errors, "deadline": deadline}
 
 
-def call_within(fn: Callable[[], T], timeout_s: float) -> T:
-    """``fn()`` on a helper thread; :class:`TimeoutError` if it needs over ``timeout_s``
-    (the helper is abandoned: it ends with the client's own timeout)."""
-    if timeout_s <= 0:
-        raise TimeoutError
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(target,),
-                              daemon=True, name="krag-analysis")
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        raise TimeoutError
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+def _llm_analysis(res: Any, ctx: QueryContext, query: str, hints: list[str],
+                  share_s: float) -> tuple[dict[str, Any] | None, list[str]]:
+    """The analysis model's answer within ``share_s`` (its client gives up then), or None
+    and the line saying why the heuristic is used."""
+    if share_s <= 0:
+        return None, []
+    spec = ctx.analysis_model or res.settings.effective_extraction_model
+    model = res.chat_model(spec, temperature=ctx.analysis_temperature, timeout_s=share_s)
+    if model is None:
+        return None, []
+    call_deadline = time.time() + share_s
+    try:
+        return analyze.llm_analysis(model, query, hints,
+                                    load_prompt("query_analysis_v1")), []
+    except Exception as exc:
+        log.warning("query analysis by %s failed; using the heuristic", spec, exc_info=True)
+        if answer.budget_spent(call_deadline):
+            return None, [f"query analysis by LLM took longer than its share of the "
+                          f"{res.settings.request_timeout_s:g} s request budget; used the "
+                          "heuristic instead"]
+        return None, [f"query analysis by LLM failed ({type(exc).__name__}); "
+                      "used the heuristic instead"]
 
 
 def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
@@ -159,43 +148,16 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         write({"token": token})
 
     entities, facts = state.get("entities", []), state.get("facts", [])
-    errors: list[str] = []
     if not entities and not facts:
-        with res.store.engine.connect() as conn:
+        with res.store.connect() as conn:
             visible = state.get("search_metrics", {}).get("scopes") or state["scope"]
             closest = search.closest_entities(conn, visible, state["query"][:200])
-        text, mode = answer.empty_answer(state["query"], [e.name for e in closest]), "empty"
+        text = answer.empty_answer(state["query"], [e.name for e in closest])
         emit(text)
-        return {"answer": text, "answer_mode": mode, "citations": [], "errors": errors,
+        return {"answer": text, "answer_mode": "empty", "citations": [], "errors": [],
                 "answer_confidence": scoring.answer_confidence([], [])}
-    model = res.chat_model(ctx.answer_model or res.settings.chat_model,
-                           temperature=ctx.answer_temperature)
-    text, mode = "", "llm"
-    deadline = state.get("deadline")
-    streamed: list[str] = []
-
-    def emit_llm(token: str) -> None:
-        streamed.append(token)
-        emit(token)
-
-    if model is not None and deadline is not None and deadline <= time.time():
-        errors.append(f"the {res.settings.request_timeout_s:g} s request budget was spent "
-                      "before the answer model could run; showing an extractive answer")
-    elif model is not None:
-        try:
-            text = answer.llm_answer(model, state["query"], state.get("definitions", ""),
-                                     state.get("facts_text", ""), emit_llm, deadline)
-        except answer.AnswerTimeoutError:
-            errors.append(f"answer model did not finish within the "
-                          f"{res.settings.request_timeout_s:g} s request budget; showing an "
-                          "extractive answer instead")
-            text = ""
-        except Exception as exc:
-            errors.append(f"answer model failed ({type(exc).__name__}); showing an "
-                          "extractive answer instead")
-            text = ""
-        if not text and streamed:
-            emit("\n\n")  # keep the extractive answer apart from the cut-off stream
+    text, errors = _llm_text(res, ctx, state, emit)
+    mode = "llm"
     if not text:
         text, mode = answer.extractive_answer(entities, facts), "extractive"
         for line in text.splitlines(keepends=True):
@@ -205,3 +167,38 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved fact")
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
             "answer_confidence": scoring.answer_confidence(cited, facts)}
+
+
+def _llm_text(res: Any, ctx: QueryContext, state: QueryState,
+              emit: Callable[[str], None]) -> tuple[str, list[str]]:
+    """The answer model's text streamed within the request budget ("" in no-LLM mode or
+    when it fails or runs out of time: the caller answers extractively) and the errors."""
+    deadline = state.get("deadline")
+    spec = ctx.answer_model or res.settings.chat_model
+    model = res.chat_model(spec, temperature=ctx.answer_temperature, timeout_s=None
+                           if deadline is None else max(deadline - time.time(), 0.0))
+    budget = res.settings.request_timeout_s
+    if model is None:
+        return "", []
+    if deadline is not None and deadline <= time.time():
+        return "", [f"the {budget:g} s request budget was spent before the answer model "
+                    "could run; showing an extractive answer"]
+    streamed: list[str] = []
+
+    def emit_llm(token: str) -> None:
+        streamed.append(token)
+        emit(token)
+
+    try:
+        return answer.llm_answer(model, state["query"], state.get("definitions", ""),
+                                 state.get("facts_text", ""), emit_llm, deadline), []
+    except answer.AnswerTimeoutError:
+        log.warning("answer model %s ran out of the request budget", spec, exc_info=True)
+        error = (f"answer model did not finish within the {budget:g} s request budget; "
+                 "showing an extractive answer instead")
+    except Exception as exc:
+        log.warning("answer model %s failed; answering extractively", spec, exc_info=True)
+        error = f"answer model failed ({type(exc).__name__}); showing an extractive answer instead"
+    if streamed:
+        emit("\n\n")  # keep the extractive answer apart from the cut-off stream
+    return "", [error]

@@ -19,6 +19,7 @@ way, then MMR (lambda 0.7) drops near-duplicate facts. Every row in either recip
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +30,8 @@ from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
 from storage import multihop, scopes, search
+
+log = logging.getLogger(__name__)
 
 # Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
@@ -79,6 +82,7 @@ class _Metrics:
         try:
             out = _with_retry(engine, fn, args)
         except Exception as exc:  # degrade: report the method, keep the others
+            log.warning("search method %s failed and was skipped", name, exc_info=True)
             self.errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             out = []
         self.ms[name] = round((time.perf_counter() - start) * 1000, 2)
@@ -207,6 +211,7 @@ def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] |
     try:
         return embed_query()
     except Exception as exc:
+        log.warning("embedding the query failed; vector search skipped", exc_info=True)
         m.errors["embed_query"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
         return None
     finally:

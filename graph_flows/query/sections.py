@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
 from typing import Any
+
+from graph_flows.shared.dates import day
 
 
 def _clip(text: str, n: int) -> str:
@@ -22,25 +23,13 @@ def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
 
 
 def _dates(f: dict[str, Any]) -> str:
-    valid, invalid = f.get("valid_at"), f.get("invalid_at")
+    valid, invalid = day(f.get("valid_at")), day(f.get("invalid_at"))
     parts = []
     if valid:
-        parts.append(f"valid from {str(valid)[:10]}")
+        parts.append(f"valid from {valid}")
     if invalid:
-        parts.append(f"invalid since {str(invalid)[:10]}")
+        parts.append(f"invalid since {invalid}")
     return f" ({', '.join(parts)})" if parts else ""
-
-
-def day(value: Any) -> str | None:
-    """``YYYY-MM-DD`` of a datetime, date or ISO string (as after a JSON round trip)."""
-    if isinstance(value, date):  # datetime too
-        return value.isoformat()[:10]
-    if isinstance(value, str) and value.strip():
-        try:
-            return date.fromisoformat(value.strip()[:10]).isoformat()
-        except ValueError:
-            return None
-    return None
 
 
 def validity(fact: dict[str, Any]) -> str:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError
+
 from graph_flows.shared.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -23,10 +29,9 @@ def run_doctor(settings: Settings) -> DoctorReport:
     from graph_flows.shared.providers import probe_chat, probe_embeddings
     from graph_flows.shared.store import open_store
     from storage import StorageError
-    from storage.engine import mask_password
 
     report = DoctorReport(settings=settings.masked())
-    where = mask_password(settings.database_url) if settings.database_url else (
+    where = _masked(settings.database_url) if settings.database_url else (
         f"embedded PostgreSQL in {settings.data_dir.resolve() / 'pg'}")
     report.database["location"] = where
     try:
@@ -39,6 +44,7 @@ def run_doctor(settings: Settings) -> DoctorReport:
             schema_revision=info.schema_revision,
             embedding=f"{info.embedding_model} ({info.embedding_dim}-d)", **counts)
     except StorageError as exc:
+        log.warning("doctor: database check failed", exc_info=True)
         report.database.update(reachable=False, error=str(exc))
         report.ok = False
     chat = probe_chat(settings.chat_model, settings)
@@ -56,3 +62,11 @@ def run_doctor(settings: Settings) -> DoctorReport:
                    "no-LLM mode: no chat model is reachable (start Ollama, or set "
                    "KRAG_CHAT_MODEL to an OpenAI-compatible model, to enable the LLM)")
     return report
+
+
+def _masked(url: str) -> str:
+    """``url`` with its password hidden (SQLAlchemy's own rendering)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return url if "@" not in url else "***@" + url.rsplit("@", 1)[1]

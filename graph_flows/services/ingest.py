@@ -1,38 +1,25 @@
-"""Resources of the indexing graph (store, embedder, extraction model) and ways to run it.
+"""The ingest use case: run the indexing graph here or in worker processes, with progress.
 
-**Resources.** Nodes never build clients. They call :func:`get_resources` with the run
-context; it takes settings, store and embedder from the shared process-wide
-:mod:`graph_flows.shared.resources` (built lazily from Settings, cached; nothing happens at import,
-so ``langgraph dev`` imports ``graph`` with no side effects) and adds the extraction model:
-the context's ``extraction_model``, else KRAG_EXTRACTION_MODEL / KRAG_CHAT_MODEL, built at
-temperature 0 without streaming, or ``None`` with a notice (no-LLM mode) when the model is
-``none`` or unreachable at start. The run context stays plain serialisable data.
-
-Tests and embedding applications use the same hook as the query graph::
-
-    from graph_flows.shared.resources import NO_LLM, Resources, use_resources
-
-    with use_resources(Resources(settings, store, embeddings, chat_override=fake_model)):
-        runner.run_indexing({"texts": ["..."]}, IndexingContext(concurrency=2))
-
-``chat_override=NO_LLM`` forces no-LLM mode; ``chat_override=None`` resolves the model from
-settings (e.g. the real Ollama client against a test server).
-
-**Running.** :func:`run_indexing` invokes the graph in this process. :func:`ingest` is what
-`krag ingest` uses: one worker runs the whole graph here; N workers first store the document
-versions here (``extract=False``), then start N ``krag ingest-worker`` processes that share
-the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database for
-the progress bar.
+:func:`run_indexing` invokes the graph in this process with the request's resources
+(:func:`graph_flows.shared.resources.use_resources`; the extraction model comes from
+:mod:`graph_flows.indexing.resources`). :func:`ingest` is what `krag ingest` and the UI's
+upload use: one worker runs the whole graph here; N workers first store the document
+versions here (``extract=False``), then run :func:`run_indexing` in N worker processes (a
+``multiprocessing`` spawn context: fresh interpreters that build their resources from the
+environment and exit normally, so the embedded PostgreSQL handle is released) that share the
+pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
+reports progress through a callback. Nothing here prints: surfaces render the callbacks.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import logging
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
 from graph_flows.indexing.context import IndexingContext
@@ -43,11 +30,13 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
+from storage.claims import local_worker_id
 
 if TYPE_CHECKING:
 
     from storage import KnowledgeStore
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
@@ -83,17 +72,11 @@ def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None)
 def release_own_claims(worker_id: str | None = None) -> int:
     """Put chunks still claimed by this process's worker id back to pending (best effort:
     an unreachable database is reported by the run itself)."""
-    from sqlalchemy import text
-
-    from storage.claims import local_worker_id
-
     try:
-        with runtime.get_resources().store.transaction() as conn:
-            return conn.execute(text(
-                "UPDATE extraction_status SET status = 'pending', worker = NULL, "
-                "updated_at = now() WHERE status = 'extracting' AND worker = :w"),
-                {"w": worker_id or local_worker_id()}).rowcount
+        store = runtime.get_resources().store
+        return store.release_worker_claims(worker_id or local_worker_id())
     except Exception:  # noqa: BLE001 - best effort, see above
+        log.debug("releasing this process's claims failed", exc_info=True)
         return 0
 
 
@@ -111,7 +94,6 @@ def ingest(
     (re)creating missing vector indexes, so a killed deferred run is repaired by the next.
     """
     from graph_flows.indexing.nodes import run_sources
-    from storage import vectors
 
     res = get_resources(context)
     scope = inputs.get("scope") or res.settings.scope
@@ -120,7 +102,7 @@ def ingest(
     if poller:
         poller.start()
     if defer_index:
-        vectors.drop_vector_indexes(res.store.engine)
+        res.store.drop_vector_indexes()
     try:
         if workers <= 1:
             return run_indexing(inputs, context)
@@ -130,7 +112,7 @@ def ingest(
             out = merge_outputs(out, part)
         return out
     finally:
-        vectors.create_vector_indexes(res.store.engine)
+        res.store.create_vector_indexes()
         if poller:
             poller.stop()
 
@@ -138,23 +120,27 @@ def ingest(
 def spawn_workers(
     n: int, scope: str, source: str | None, context: IndexingContext
 ) -> list[dict[str, Any]]:
-    """Run ``n`` `krag ingest-worker` processes to completion; their JSON outputs."""
-    cmd = [sys.executable, "-m", "ui.cli.app", "ingest-worker", "--scope", scope,
-           "--context", json.dumps({k: v for k, v in asdict(context).items()
-                                    if k != "worker_id"})]
-    if source:
-        cmd += ["--source", source]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(n)]
-    outputs = []
-    for proc in procs:
-        stdout, _ = proc.communicate()
-        lines = [ln for ln in stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            outputs.append({"failures": [{"uri": f"worker pid {proc.pid}",
-                                          "reason": f"exited with code {proc.returncode}"}]})
-            continue
-        outputs.append(json.loads(lines[-1]))
+    """Run :func:`worker_run` in ``n`` spawned processes to completion; their outputs (a
+    worker that failed or died is reported as a failure)."""
+    context = replace(context, worker_id=None)  # each worker records its own <host>:<pid>
+    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(worker_run, scope, source, context) for _ in range(n)]
+        outputs = []
+        for i, future in enumerate(futures, 1):
+            try:
+                outputs.append(future.result())
+            except Exception as exc:  # noqa: BLE001 - reported in the run's failures
+                log.warning("ingest worker %d failed", i, exc_info=True)
+                outputs.append({"failures": [{"uri": f"worker {i}",
+                                              "reason": f"{type(exc).__name__}: {exc}"}]})
     return outputs
+
+
+def worker_run(scope: str, source: str | None, context: IndexingContext) -> dict[str, Any]:
+    """One worker process: claim and extract pending chunks of ``scope`` (and ``source``)
+    with resources from the environment; the run output as plain JSON data."""
+    out = run_indexing({"scope": scope, "source": source}, context)
+    return json.loads(json.dumps(out, default=str))
 
 
 def merge_outputs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -199,11 +185,10 @@ class _Poller:
             self.poll()
 
     def poll(self) -> None:
-        from storage.stats import source_stats
-
         try:
-            rows = source_stats(self.store.engine, self.scope, self.sources)
+            rows = self.store.source_stats(self.scope, self.sources)
         except Exception:  # noqa: BLE001 - progress is best effort, the run reports errors
+            log.debug("progress poll failed", exc_info=True)
             return
         snap = {"total": 0, "completed": 0, "failed": 0, "pending": 0, "extracting": 0,
                 "entities": 0, "relations": 0, "llm_calls": 0}

@@ -31,7 +31,7 @@ def parse_date(value: object) -> datetime | None:
         return None
     if partial := _PARTIAL.fullmatch(text):
         year, month = int(partial[1]), int(partial[2] or 1)
-        return datetime(year, month, 1, tzinfo=UTC) if 1 <= year and 1 <= month <= 12 else None
+        return datetime(year, month, 1, tzinfo=UTC) if year >= 1 and 1 <= month <= 12 else None
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

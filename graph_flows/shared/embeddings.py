@@ -143,3 +143,16 @@ class MiniLMEmbeddings(Embeddings):
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
         return self.embed_documents([text])[0]
+
+
+_minilm_lock = threading.Lock()
+_minilm: MiniLMEmbeddings | None = None
+
+
+def shared_minilm() -> MiniLMEmbeddings:
+    """One MiniLMEmbeddings per process (the ONNX session is thread-safe)."""
+    global _minilm
+    with _minilm_lock:
+        if _minilm is None:
+            _minilm = MiniLMEmbeddings()
+        return _minilm

@@ -1,9 +1,14 @@
-"""Process-wide resources the graphs use: settings, store, embedder, chat models.
+"""The resources the graphs use: settings, store, embedder, chat models.
 
 Nodes never build vendor classes or connections themselves; they ask :func:`get_resources`.
-Built lazily on first use (nothing happens at import, so ``langgraph dev`` can import the
-graphs), cached per process. Tests and embedding applications install their own with
-:func:`use_resources` (a store on a test database, a scripted chat model).
+A request installs its own with :func:`use_resources` (a store on a test database, a
+scripted chat model, the UI session's store). The installed resources live in a
+:class:`~contextvars.ContextVar`, so they belong to the request's context: concurrent
+requests in other threads never see them (LangGraph copies the context into the threads
+that run nodes; code that starts its own threads must pass the context on with
+``contextvars.copy_context().run``). Without an installed request the process default,
+built lazily from the environment on first use (nothing happens at import, so
+``langgraph dev`` can import the graphs), is used.
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph_flows.shared.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from graph_flows.shared.providers import ChatResolution
 
 NO_LLM = "none"
 
@@ -22,31 +31,53 @@ NO_LLM = "none"
 @dataclass
 class Resources:
     """What nodes need. ``chat_override``: a fixed chat model for every role (tests), or
-    the string ``"none"`` to force no-LLM mode."""
+    the string ``"none"`` to force no-LLM mode. Chat models resolved for this request are
+    cached here (never ``None``: an unreachable model is re-probed after a short expiry)."""
 
     settings: Settings
     store: Any
     embeddings: Any
     chat_override: Any = None
-    _chat_cache: dict[tuple[str, float | None], Any] = field(default_factory=dict)
+    _chat_cache: dict[tuple[str, float | None, bool], Any] = field(default_factory=dict)
+    _cached_for: Settings | None = None  # settings the cached models were built with
 
-    def chat_model(self, spec: str | None = None, *, temperature: float | None = None) -> Any:
-        """A chat model for ``spec`` (default: the configured chat model) or None (no-LLM)."""
+    def chat_resolution(
+        self, spec: str | None = None, *, temperature: float | None = None,
+        streaming: bool = True, timeout_s: float | None = None, quiet: bool = False,
+    ) -> ChatResolution:
+        """The chat model for ``spec`` (default: the configured chat model), or no-LLM mode
+        with its notice. ``timeout_s`` (a request's remaining budget) builds a model whose
+        client gives up after that long; such models are not cached."""
+        from graph_flows.shared.providers import ChatResolution, resolve_chat_model
+
+        spec = (spec or self.settings.chat_model).strip()
         if self.chat_override is not None:
-            return None if self.chat_override == NO_LLM else self.chat_override
-        from graph_flows.shared.providers import resolve_chat_model
+            if self.chat_override == NO_LLM:
+                return ChatResolution(None, spec, False, "Running in no-LLM mode.")
+            return ChatResolution(self.chat_override, spec, True, None)
+        key = (spec, temperature, streaming)
+        if self._cached_for is not self.settings:  # settings replaced: build anew
+            self._chat_cache, self._cached_for = {}, self.settings
+        if timeout_s is None and key in self._chat_cache:
+            return ChatResolution(self._chat_cache[key], spec, True, None)
+        resolution = resolve_chat_model(self.settings, spec, temperature=temperature,
+                                        streaming=streaming, timeout_s=timeout_s, quiet=quiet)
+        if timeout_s is None and resolution.model is not None:
+            self._chat_cache[key] = resolution.model
+        return resolution
 
-        spec = spec or self.settings.chat_model
-        key = (spec, temperature)
-        if key not in self._chat_cache:
-            self._chat_cache[key] = resolve_chat_model(
-                self.settings, spec, temperature=temperature).model
-        return self._chat_cache[key]
+    def chat_model(
+        self, spec: str | None = None, *, temperature: float | None = None,
+        streaming: bool = True, timeout_s: float | None = None,
+    ) -> Any:
+        """A chat model for ``spec`` (default: the configured chat model) or None (no-LLM)."""
+        return self.chat_resolution(spec, temperature=temperature, streaming=streaming,
+                                    timeout_s=timeout_s).model
 
 
 _lock = threading.Lock()
 _default: Resources | None = None
-_override: Resources | None = None
+_current: ContextVar[Resources | None] = ContextVar("krag_resources", default=None)
 
 
 def build_resources(settings: Settings | None = None) -> Resources:
@@ -60,10 +91,11 @@ def build_resources(settings: Settings | None = None) -> Resources:
 
 
 def get_resources() -> Resources:
-    """The installed resources, or the process default built from the environment."""
+    """The resources installed for this request, or the process default (environment)."""
     global _default
-    if _override is not None:
-        return _override
+    current = _current.get()
+    if current is not None:
+        return current
     with _lock:
         if _default is None:
             _default = build_resources()
@@ -72,10 +104,14 @@ def get_resources() -> Resources:
 
 @contextmanager
 def use_resources(resources: Resources) -> Iterator[Resources]:
-    """Install ``resources`` for every graph run in this process until the block ends."""
-    global _override
-    previous, _override = _override, resources
+    """Install ``resources`` for the graph runs of this context (this request) until the
+    block ends; other threads and requests keep theirs."""
+    token = _current.set(resources)
     try:
         yield resources
     finally:
-        _override = previous
+        try:
+            _current.reset(token)
+        except ValueError:  # ended in another context (a generator closed elsewhere)
+            old = token.old_value
+            _current.set(None if old is Token.MISSING else old)

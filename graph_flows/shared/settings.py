@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from storage.engine import mask_password
 
 CHAT_MODEL_RE = re.compile(r"^(none|ollama:\S+|openai:\S+)$")
 EMBEDDING_MODEL_RE = re.compile(r"^(local:minilm|ollama:\S+|openai:\S+)$")
@@ -107,18 +109,9 @@ class Settings(BaseSettings):
             if isinstance(value, SecretStr):
                 value = "****" if value.get_secret_value() else ""
             elif name.endswith("_url") and isinstance(value, str):
-                value = mask_url(value)
+                value = mask_password(value)
             out[name] = value
         return out
-
-
-def mask_url(url: str) -> str:
-    """Replace the password of a URL by ``****``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":****@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -43,7 +43,7 @@ def test_load_and_short_benchmark_run(store, tmp_path) -> None:
     assert load["total_s"] > 0 and "index_relations_embedding_hnsw_s" in load
     counts = store.counts(synthetic.SCOPE)
     assert counts["entities"] == 300 and counts["relations"] == 900
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         indexes = set(conn.execute(text(
             "SELECT indexname FROM pg_indexes WHERE tablename IN "
             "('entities', 'relations', 'entity_words')")).scalars())
@@ -55,7 +55,7 @@ def test_load_and_short_benchmark_run(store, tmp_path) -> None:
 
     queries = synthetic.generate_queries(graph, 24)
     explain = tmp_path / "explain.txt"
-    report = rl.benchmark(store.engine, synthetic.SCOPE, queries,
+    report = rl.benchmark(store, synthetic.SCOPE, queries,
                           embedder=rl.HashEmbedder(), literal_queries=6,
                           warmup=queries[:2], explain_path=explain)
     for key in ("ours", "literal", "embedding_ms", "rss_after_queries", "records", "slowest"):

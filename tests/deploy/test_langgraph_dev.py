@@ -58,6 +58,7 @@ def langgraph_server(db_url: str, tmp_path: Path):
         log.close()
 
 
+@pytest.mark.slow
 def test_langgraph_dev_serves_both_graphs(langgraph_server: str, db_url: str) -> None:
     store = KnowledgeStore.open(db_url, embedding_model="local:minilm", embedding_dim=384)
     seed_graph(store)

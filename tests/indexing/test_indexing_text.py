@@ -675,7 +675,8 @@ def test_rule_extractor_dates_and_single_valued_attributes() -> None:
     assert sentence_year("Built in 1996 and rebuilt in 2004.") is None  # which one?
     assert sentence_year("No date here, only 1996 as a number.") is None
     checked = validate_extraction(extract_rules("Since 2021 Acme Corp is headquartered in Lyon."))
-    assert [(r.attribute, r.valid_at) for r in checked.relations] == [("headquarters", "2021")]
+    assert [(r.attribute, r.valid_at) for r in checked.relations] == [  # a year: its first day
+        ("headquarters", "2021-01-01T00:00:00+00:00")]
 
 
 def test_rule_extractor_edge_cases() -> None:

@@ -71,12 +71,8 @@ def test_agreement(methods, label) -> None:
 # --- the recipe on the seeded store -----------------------------------------------------
 def _retrieve(store, terms, **cfg):
     from tests.query_fixtures import _EMBEDDER
-    return retrieve(store.engine, "default", terms, [], SearchConfig(**cfg),
+    return retrieve(store, "default", terms, [], SearchConfig(**cfg),
                     lambda: _EMBEDDER.embed_query(" ".join(terms)))
-
-
-def test_default_recipe_is_split() -> None:
-    assert SearchConfig().recipe == "split"
 
 
 def test_rrf_recipe_finds_top_entity_without_duplicates(seeded_store) -> None:
@@ -113,12 +109,12 @@ def test_split_recipe_rows_carry_agreement(seeded_store) -> None:
     assert all(e["agreement"] == "low" for e in r.entities if e["methods"] == ["endpoint"])
 
 
-def test_unknown_recipe_is_rejected(seeded_store) -> None:
+def test_unknown_recipe_is_rejected() -> None:
     with pytest.raises(ValueError, match="recipe must be one of split, rrf"):
-        _retrieve(seeded_store, ["x"], recipe="magic")
+        _retrieve(None, ["x"], recipe="magic")  # rejected before any database work
 
 
-def test_unknown_recipe_in_context_names_accepted_values(resources) -> None:
+def test_unknown_recipe_in_context_names_accepted_values() -> None:
     with pytest.raises(InvalidQueryError, match=re.escape("recipe must be one of split, rrf")):
         query_flow.invoke({"query": "q"}, context={"recipe": "magic"})
 

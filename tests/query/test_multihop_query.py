@@ -45,7 +45,7 @@ def _seed(store: KnowledgeStore) -> dict[str, str]:
 
 def _facts(store: KnowledgeStore, **cfg) -> dict[str, dict]:
     terms = ["Zorvak Studio", "inside"]  # no word of the second-hop fact
-    r = retrieve(store.engine, "default", terms, ["contains", "uses"],
+    r = retrieve(store, "default", terms, ["contains", "uses"],
                  SearchConfig(fallback_ratio=0.0, **cfg), lambda: [0.0] * 384)
     return {f["fact"]: f for f in r.facts}
 
@@ -76,7 +76,7 @@ def test_split_keeps_its_shares_when_the_walk_finds_nothing_far(store: Knowledge
 
 def test_walk_is_bounded_and_respects_validity(store: KnowledgeStore) -> None:
     eid = _seed(store)
-    with store.engine.begin() as c:
+    with store.transaction() as c:
         c.execute(text("UPDATE relations SET invalid_at = '2020-01-01' WHERE fact = :f"),
                   {"f": HOP2})
         got = multihop.neighbour_facts(c, "default", [eid["Zorvak Studio"]], 3, 50)

@@ -51,7 +51,7 @@ def test_heuristic_keeps_names_whole_and_drops_stopwords() -> None:
 
 # --- each method alone ----------------------------------------------------------------
 def test_each_search_method_alone(seeded_store) -> None:
-    with seeded_store.engine.connect() as c:
+    with seeded_store.connect() as c:
         assert [h.entity.name for h in search.entity_exact(c, "default", ["postgresql"])] == [
             "PostgreSQL"]
         assert {h.entity.name for h in search.entity_like(c, "default", ["Engine"], 9)} == {
@@ -66,7 +66,7 @@ def test_each_search_method_alone(seeded_store) -> None:
         ends = search.fact_by_endpoints(c, "default", [eid], ["lived"], [], 8)
         assert [h.fact.fact for h in ends] == ["Charles Babbage lived in London."]
     from tests.query_fixtures import _EMBEDDER
-    with seeded_store.engine.connect() as c:
+    with seeded_store.connect() as c:
         v = _EMBEDDER.embed_query("relational database software")
         assert search.entity_vector(c, "default", v, 3)[0].entity.name == "PostgreSQL"
         v = _EMBEDDER.embed_query("who lived in the capital of England")
@@ -75,7 +75,7 @@ def test_each_search_method_alone(seeded_store) -> None:
 
 def _retrieve(store, terms, **cfg):
     from tests.query_fixtures import _EMBEDDER
-    return retrieve(store.engine, "default", terms, [], SearchConfig(**cfg),
+    return retrieve(store, "default", terms, [], SearchConfig(**cfg),
                     lambda: _EMBEDDER.embed_query(" ".join(terms)))
 
 
@@ -121,7 +121,7 @@ def test_missing_endpoints_are_fetched(seeded_store) -> None:
 
 
 def test_failed_method_degrades_and_is_reported(seeded_store) -> None:
-    with seeded_store.engine.begin() as c:
+    with seeded_store.transaction() as c:
         c.execute(text("DROP TABLE entity_words"))
     r = _retrieve(seeded_store, ["Lovelace"])
     assert "entity_trigram" in r.metrics["errors"]
@@ -242,7 +242,7 @@ def test_unknown_scope_returns_nothing_from_other_scopes(resources) -> None:
     ({"query": "q"}, {"fact_limit": 500}, "fact_limit must be 1..200"),
     ({"query": "q"}, {"like_share": 1.5}, "like_share must be 0..1"),
 ])
-def test_bad_input_names_the_limit(resources, payload, context, message) -> None:
+def test_bad_input_names_the_limit(payload, context, message) -> None:
     with pytest.raises(InvalidQueryError, match=re.escape(message)):
         query_flow.invoke(payload, context=context)
 

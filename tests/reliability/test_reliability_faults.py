@@ -4,7 +4,7 @@ PostgreSQL stopped and restarted. After each, the run resumes or fails cleanly, 
 comparison with a clean run shows 0 duplicates and 0 lost entities/relations.
 
 The ingest process killed with SIGKILL is covered by
-``tests/test_ingest_cli.py::test_killed_run_resumes_to_the_same_graph_as_a_clean_run``.
+``tests/ui/test_ingest_cli.py::test_killed_run_resumes_to_the_same_graph_as_a_clean_run``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from typing import Any
 import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from sqlalchemy import create_engine, text
 
+from bench.fakes import ContentLLMServer
+from bench.llm_server import LLMServer, RecordedRequest
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
@@ -34,9 +35,7 @@ from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import DatabaseUnavailableError, KnowledgeStore, start_embedded, stop_embedded
 from storage.claims import local_worker_id
-from storage.engine import sqlalchemy_url
-from tests.indexing_fakes import ContentLLMServer
-from tests.llm_server import LLMServer, RecordedRequest
+from tests.pg_fixtures import url_rows
 
 SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
 DOCS = [SAMPLE / "01-relational-origins.md", SAMPLE / "02-postgres-lineage.md"]
@@ -76,12 +75,7 @@ def ingest(store: KnowledgeStore, cfg: Settings, chat: Any = None,
 
 
 def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
-    engine = create_engine(sqlalchemy_url(url))
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql)).all()]
-    finally:
-        engine.dispose()
+    return url_rows(url, sql)
 
 
 def statuses(url: str) -> dict[str, int]:
@@ -135,6 +129,7 @@ def clean_url(empty_db_url: str, server: ContentLLMServer) -> str:
 FAULTS = [500, "truncate", "malformed", 2.0, None]  # 2.0 s delay > llm_timeout_s = 1 s
 
 
+@pytest.mark.slow
 def test_llm_faults_fail_only_their_chunks_then_retry_failed_matches_a_clean_run(
         db_url: str, clean_url: str, server: ContentLLMServer) -> None:
     order: dict[str, int] = {}
@@ -226,6 +221,7 @@ def terminate_backends(url: str) -> int:
             "AND backend_type = 'client backend'").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_connections_killed_mid_ingest_then_rerun_matches_a_clean_run(
         db_url: str, clean_url: str, server: ContentLLMServer) -> None:
     server.latency = 0.15  # keep the run going while its backends are killed
@@ -282,9 +278,10 @@ def test_claims_left_by_a_failed_run_in_this_process_are_taken_back(db_url: str)
         store.close()
 
 
-def test_search_backends_killed_mid_query_still_answer_or_report(resources: Resources) -> None:
-    db = resources.store.engine.url.render_as_string(hide_password=False)
-    url = db.replace("postgresql+psycopg://", "postgresql://", 1)
+def test_search_backends_killed_mid_query_still_answer_or_report(
+    resources: Resources, db_url: str,
+) -> None:
+    url = db_url
     query_flow.invoke({"query": "Who designed the Analytical Engine?"})  # fill the pools
     stop = threading.Event()
     kills = [0]
@@ -341,6 +338,7 @@ def own_cluster() -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["stop", "kill"])
+@pytest.mark.slow
 def test_embedded_postgres_stopped_and_restarted(own_cluster: Path, how: int) -> None:
     url = start_embedded(own_cluster)
     store = KnowledgeStore.open(url, embedding_model="local:minilm", embedding_dim=384)

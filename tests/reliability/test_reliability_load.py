@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+
 from bench.load_queries import run_load
 
 
+@pytest.mark.slow
 def test_concurrent_queries_during_ingest_no_errors_no_leak(db_url: str) -> None:
     clients = int(os.environ.get("KRAG_LOAD_CLIENTS", "10"))
     seconds = float(os.environ.get("KRAG_LOAD_SECONDS", "15"))

@@ -4,6 +4,7 @@ answer (reported in ``errors``) instead of failing the query."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.query import retrieval
 from graph_flows.query.answer import EXTRACTIVE_HEADER
@@ -18,7 +20,6 @@ from graph_flows.shared import providers
 from graph_flows.shared.resources import Resources
 from graph_flows.shared.settings import Settings
 from storage import search
-from tests.llm_server import LLMServer
 
 QUESTION = "What does the Analytical Engine use?"
 
@@ -48,14 +49,39 @@ def stream(query: str) -> tuple[list[str], dict[str, Any], float]:
     return tokens, out, time.monotonic() - t0
 
 
+def server_threads() -> list[threading.Thread]:
+    """The fake server's request handlers still running."""
+    return [t for t in threading.enumerate() if "process_request_thread" in t.name]
+
+
+def client_threads() -> set[threading.Thread]:
+    """Every other thread of the process (the graph's, the clients', ours)."""
+    return set(threading.enumerate()) - set(server_threads())
+
+
+def assert_no_client_thread_left(before: set[threading.Thread]) -> None:
+    """Nothing of the request runs on: no thread was left behind by a timed-out call."""
+    left = [t for t in client_threads() - before  # the search pool's idle workers stay
+            if t.is_alive() and not t.name.startswith("krag-search")]
+    assert not left, [t.name for t in left]
+
+
 def test_request_budget_cuts_a_slow_answer_stream(
         resources: Resources, llm_server: LLMServer) -> None:
     use_llm(resources, llm_server, extraction_model="none", request_timeout_s=2.0,
             llm_timeout_s=60)
     llm_server.default_reply = "The Analytical Engine uses punched cards [F1]. " * 10
     llm_server.token_delay = 0.2  # ~70 tokens: 14 s to stream in full
+    before, serving = client_threads(), set(server_threads())
     tokens, out, elapsed = stream(QUESTION)
     assert elapsed < 2.0 + 1.5, elapsed
+    assert_no_client_thread_left(before)
+    # The client closed the stream: the server's writes fail and its handler ends at once
+    # instead of streaming the remaining ~12 s.
+    deadline = time.monotonic() + 1.5
+    while set(server_threads()) - serving and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(server_threads()) - serving, "the server still streams to a client"
     assert out["answer_mode"] == "extractive" and out["answer"].startswith(EXTRACTIVE_HEADER)
     assert any("did not finish within the 2 s request budget" in e for e in out["errors"])
     streamed = "".join(tokens)
@@ -69,8 +95,11 @@ def test_request_budget_bounds_hung_analysis_and_answer_models(
         resources: Resources, llm_server: LLMServer) -> None:
     use_llm(resources, llm_server, request_timeout_s=1.5, llm_timeout_s=60)
     llm_server.fault = lambda req: 10.0 if req.path == "/api/chat" else None  # never in time
+    before = client_threads()
     _, out, elapsed = stream(QUESTION)
     assert elapsed < 1.5 + 1.0, elapsed
+    assert_no_client_thread_left(before)  # the clients' own timeouts ended both calls
+    assert len(llm_server.bodies("/api/chat")) == 2  # analysis and answer, no retries
     assert out["analysis"]["method"] == "heuristic" and out["answer_mode"] == "extractive"
     assert any("share of the 1.5 s request budget" in e for e in out["errors"])
     assert any("request budget" in e and "answer" in e for e in out["errors"])
@@ -110,13 +139,11 @@ def test_retrieve_with_a_past_deadline_runs_nothing(resources: Resources) -> Non
         "entity_like", "entity_trigram", "entity_summary", "fact_like", "fact_trigram"}
 
 
-def test_search_timeout_degrades_a_blocked_method(resources: Resources) -> None:
+def test_search_timeout_degrades_a_blocked_method(resources: Resources, db_url: str) -> None:
     """statement_timeout (search_timeout_s) cancels searches stuck behind a lock; the
     methods on other tables still answer."""
     resources.settings = Settings(_env_file=None, chat_model="none", search_timeout_s=0.5)
-    url = resources.store.engine.url.render_as_string(hide_password=False).replace(
-        "postgresql+psycopg://", "postgresql://", 1)
-    with psycopg.connect(url) as locker:
+    with psycopg.connect(db_url) as locker:
         locker.execute("LOCK TABLE entity_words IN ACCESS EXCLUSIVE MODE")
         t0 = time.monotonic()
         out = query_flow.invoke({"query": "Analytical Engine"})

@@ -103,6 +103,7 @@ def write_names(store: KnowledgeStore, scope: str, names: list[str],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(st.lists(names_st, min_size=1, max_size=5, unique_by=lambda s: s.casefold()),
        queries_st)
+@pytest.mark.slow
 def test_query_path_with_hostile_names_and_queries(
         hostile_resources: Resources, names: list[str], query: str) -> None:
     scope = f"h-{uuid.uuid4().hex[:10]}"

@@ -16,6 +16,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
+from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.injection import fold_confusables, looks_like_injection
 from graph_flows.indexing.extraction.schema import Extraction
@@ -25,7 +26,6 @@ from graph_flows.shared import providers
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
-from tests.indexing_fakes import ScriptedChatModel
 from tests.injection_corpus import (
     ATTACKS,
     BENIGN,
@@ -55,7 +55,7 @@ def _ingest(store: KnowledgeStore, texts: list[str], chat: Any) -> dict[str, Any
 
 def _stored_texts(store: KnowledgeStore) -> list[tuple[str, str]]:
     """(where, text) of every stored entity name, summary, relation fact and predicate."""
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         out = [(f"entity name {r.id}", r.name) for r in
                conn.execute(text("SELECT id, name FROM entities"))]
         out += [(f"entity summary {r.id}", r.summary) for r in
@@ -76,7 +76,7 @@ def _leaks(store: KnowledgeStore) -> list[str]:
 
 
 def _names(store: KnowledgeStore) -> set[str]:
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         return {r.name for r in conn.execute(text("SELECT name FROM entities"))}
 
 
@@ -136,7 +136,7 @@ def test_benign_set_false_positive_rate(store: KnowledgeStore) -> None:
     print(f"\n[injection/benign] false positives: {len(dropped)}/{len(expected)} "
           f"({rate:.1%}) {dropped}")
     assert rate <= FALSE_POSITIVE_THRESHOLD, dropped
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         facts = [r.fact for r in conn.execute(text("SELECT fact FROM relations"))]
     assert "Kai Greshake described indirect prompt injection in 2023." in facts
 

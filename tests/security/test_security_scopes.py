@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ __all__ = ["hostile_resources"]  # the fixture, re-exported for pytest
 @given(a_names=st.lists(names_st, min_size=1, max_size=4, unique_by=str.casefold),
        b_names=st.lists(names_st, min_size=1, max_size=4, unique_by=str.casefold),
        query=queries_st, use_a_name=st.booleans())
+@pytest.mark.slow
 def test_other_scopes_data_never_leaks(hostile_resources: Resources, a_names: list[str],
                                        b_names: list[str], query: str,
                                        use_a_name: bool) -> None:

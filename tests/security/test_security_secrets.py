@@ -12,6 +12,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
+from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
@@ -20,7 +21,6 @@ from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
-from tests.llm_server import LLMServer
 from tests.ui.test_doctor_cli import run_krag
 
 KEY = "sk-test-SECRET-7f3a9c1e5b2d4f6a8c0e"
@@ -36,6 +36,7 @@ def _fresh_caches() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("reachable", [True, False])
+@pytest.mark.slow
 def test_doctor_never_shows_the_key(llm_server: LLMServer, db_url: str, tmp_path,
                                     reachable: bool) -> None:
     base = llm_server.openai_url if reachable else "http://127.0.0.1:9/v1"
@@ -53,6 +54,7 @@ def test_doctor_never_shows_the_key(llm_server: LLMServer, db_url: str, tmp_path
                    for h in llm_server.requests)
 
 
+@pytest.mark.slow
 def test_doctor_masks_database_password(tmp_path) -> None:
     env = {"KRAG_DATABASE_URL": f"postgresql://krag:{PASSWORD}@127.0.0.1:9/krag",
            "KRAG_CHAT_MODEL": "none", "KRAG_OPENAI_API_KEY": KEY}
@@ -80,7 +82,7 @@ def test_ingest_and_query_errors_and_logs_never_contain_the_key(
                                   IndexingContext())
         assert out["chunks"]["failed"] == 1
         answer = query_flow.invoke({"query": "Who worked with Charles Babbage?"})
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         errors = [r.error for r in conn.execute(text("SELECT error FROM extraction_status"))]
     assert errors and all(e and str(status) in e for e in errors)
     assert answer["errors"]

@@ -1,5 +1,5 @@
 """Provider factory, probes and the offline embedder, with the REAL LangChain clients
-talking to the fake wire-protocol server in :mod:`tests.llm_server` (no database)."""
+talking to the fake wire-protocol server in :mod:`bench.llm_server` (no database)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
+from bench.llm_server import LLMServer
 from graph_flows.shared import embeddings as emb_mod
-from graph_flows.shared import providers
+from graph_flows.shared import probes, providers
 from graph_flows.shared.providers import (
     ProviderError,
     embedding_dimension,
@@ -25,7 +26,6 @@ from graph_flows.shared.providers import (
 )
 from graph_flows.shared.settings import Settings
 from tests import llm_fixtures
-from tests.llm_server import LLMServer
 
 llm_server = llm_fixtures.llm_server  # harmless once conftest also provides it
 
@@ -218,7 +218,7 @@ def test_openai_without_key_or_base_url() -> None:
 def test_resolve_falls_back_once(caplog: pytest.LogCaptureFixture) -> None:
     url = closed_port_url()
     settings = make_settings(ollama_host=url, chat_model="ollama:qwen2.5:7b-instruct")
-    caplog.set_level(logging.WARNING, logger="krag")
+    caplog.set_level(logging.WARNING, logger=providers.__name__)
     first = resolve_chat_model(settings)
     second = resolve_chat_model(settings, temperature=0.2)
     for res in (first, second):
@@ -228,7 +228,7 @@ def test_resolve_falls_back_once(caplog: pytest.LogCaptureFixture) -> None:
         f"Chat model ollama:qwen2.5:7b-instruct is unreachable at {url} (connection refused); "
         "running in no-LLM mode. Start Ollama or set KRAG_CHAT_MODEL.")
     assert second.notice == first.notice
-    warnings = [r for r in caplog.records if r.name == "krag"]
+    warnings = [r for r in caplog.records if r.name == providers.__name__]
     assert [r.getMessage() for r in warnings] == [first.notice]
 
 
@@ -241,6 +241,27 @@ def test_resolve_reachable_and_none(llm_server: LLMServer) -> None:
     assert none.model is None and not none.llm_mode and "no-LLM" in (none.notice or "")
     with pytest.raises(ProviderError):
         resolve_chat_model(make_settings(), "bogus")
+
+
+def test_probe_results_expire(llm_server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Unreachable" is re-probed after PROBE_TTL_FAILED_S (no restart once Ollama is up);
+    "reachable" is trusted for the longer PROBE_TTL_OK_S."""
+    now = [1000.0]
+    monkeypatch.setattr(probes, "_clock", lambda: now[0])
+    llm_server.fail_next(1)  # the first probe finds the server failing
+    settings = ollama_settings(llm_server)
+    assert resolve_chat_model(settings).model is None
+    now[0] += providers.PROBE_TTL_FAILED_S - 1
+    assert resolve_chat_model(settings).model is None  # still trusted: no new probe
+    assert len(llm_server.bodies("/api/tags")) == 1
+    now[0] += 2
+    assert resolve_chat_model(settings).model is not None  # expired: probed again, up
+    now[0] += providers.PROBE_TTL_OK_S - 1
+    resolve_chat_model(settings)
+    assert len(llm_server.bodies("/api/tags")) == 2
+    now[0] += 2
+    resolve_chat_model(settings)
+    assert len(llm_server.bodies("/api/tags")) == 3
 
 
 def test_api_key_never_leaks(llm_server: LLMServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -345,3 +366,17 @@ def test_async_stream(llm_server: LLMServer, spec: str) -> None:
 
     chunks = asyncio.run(run())
     assert "".join(chunks) == "async tokens arrive" and len([c for c in chunks if c]) == 3
+
+
+@pytest.mark.parametrize("spec", ["ollama:qwen2.5:7b-instruct", "openai:gpt-4o-mini"])
+def test_request_budget_bounds_the_client(llm_server: LLMServer, spec: str) -> None:
+    """``timeout_s`` (a request's remaining budget) wins over llm_timeout_s, without retry."""
+    import time
+
+    llm_server.latency = 1.0
+    settings = openai_settings(llm_server, ollama_host=llm_server.url, llm_timeout_s=60)
+    start = time.monotonic()
+    with pytest.raises(Exception, match="(?i)time"):
+        make_chat_model(spec, settings, timeout_s=0.2).invoke("x")
+    assert time.monotonic() - start < 0.9
+    assert len([r for r in llm_server.requests if r.method == "POST"]) == 1

@@ -11,7 +11,7 @@ from tests.query_fixtures import _EMBEDDER, seed_graph
 
 
 def _names(store, scope: str, term: str) -> set[str]:
-    r = retrieve(store.engine, scope, [term], [], SearchConfig(fallback_ratio=0.0),
+    r = retrieve(store, scope, [term], [], SearchConfig(fallback_ratio=0.0),
                  lambda: _EMBEDDER.embed_query(term))
     return {e["scope"] for e in r.entities}
 
@@ -26,7 +26,7 @@ def test_chain_and_cycles(store) -> None:
             set_parent(c, "platform", "team-a")
         with pytest.raises(InvalidInputError, match="invalid scope name"):
             set_parent(c, "bad scope!", None)
-    with store.engine.connect() as c:
+    with store.connect() as c:
         assert ("team-a", "realm") in list_scopes(c)
 
 

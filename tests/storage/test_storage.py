@@ -60,7 +60,7 @@ def test_unreachable_database_masks_password() -> None:
     url = "postgresql://krag:s3cret@127.0.0.1:1/krag"
     with pytest.raises(DatabaseUnavailableError) as err:
         KnowledgeStore.open(url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
-    assert "s3cret" not in str(err.value) and "****" in str(err.value)
+    assert "s3cret" not in str(err.value) and "krag:***@" in str(err.value)
     assert "\n" not in str(err.value)
 
 
@@ -89,7 +89,7 @@ def test_entity_upsert_keeps_max_confidence_fills_summary_merges_provenance(
     store.write_graph([e2], [])
     e3 = EntityIn("ALICE", "person", "default", "Other text.", 0.6, vec("b"), (c1,))
     store.write_graph([e3], [])
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         row = conn.execute(text("SELECT name, summary, confidence, embedding IS NOT NULL AS emb "
                                 "FROM entities")).one()
         prov = conn.execute(text("SELECT count(*) FROM entity_provenance")).scalar()
@@ -114,7 +114,7 @@ def _graph(store: KnowledgeStore, chunk_ids: list[str]) -> tuple[str, str, str]:
 def test_write_graph_marks_chunks_completed(store: KnowledgeStore) -> None:
     chunks = _seed_chunk(store)
     _graph(store, chunks)
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         statuses = conn.execute(text("SELECT status FROM extraction_status")).scalars().all()
     assert statuses == ["completed", "completed"]
     assert store.counts() == {"documents": 1, "chunks": 2, "entities": 3, "relations": 2}
@@ -138,7 +138,7 @@ def test_remove_source_cascades_in_one_transaction(store: KnowledgeStore) -> Non
     report = store.remove_source("default", "src")
     assert (report.documents, report.chunks, report.entities, report.relations) == (1, 2, 3, 2)
     assert store.counts() == {"documents": 0, "chunks": 0, "entities": 0, "relations": 0}
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         left = conn.execute(text(
             "SELECT (SELECT count(*) FROM entity_provenance) + "
             "(SELECT count(*) FROM relation_provenance) + "
@@ -176,7 +176,7 @@ def test_like_patterns_match_literally(store: KnowledgeStore) -> None:
     (c1,) = store.sync_document(doc("a.md", "a"), ["a"]).new_chunk_ids
     names = ["100% Cotton", "1000 Cotton", "snake_case", "snakeXcase", r"back\slash", "backslash"]
     store.write_graph([EntityIn(n, "concept", "default", "", 0.9, None, (c1,)) for n in names], [])
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         def like(term: str) -> list[str]:
             return sorted(conn.execute(text("SELECT name FROM entities WHERE name ILIKE :p"),
                                        {"p": contains_pattern(term)}).scalars())
@@ -201,17 +201,18 @@ def big_store(store: KnowledgeStore) -> KnowledgeStore:
                      vec(str(i)) if i < 2000 else None, (c1,))
             for i in range(12000)]
     store.write_graph(ents, [])
-    with store.engine.begin() as conn:
+    with store.transaction() as conn:
         conn.execute(text("ANALYZE entities"))
     return store
 
 
 def _plan(store: KnowledgeStore, sql: str, **params) -> str:
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         rows = conn.execute(text("EXPLAIN " + sql), params).scalars().all()
     return "\n".join(rows)
 
 
+@pytest.mark.slow
 def test_trigram_and_hnsw_indexes_are_used(big_store: KnowledgeStore) -> None:
     trgm = _plan(big_store, "SELECT id FROM entities WHERE name % :q", q="qwertzu")
     assert "entities_name_trgm" in trgm, trgm
@@ -224,3 +225,13 @@ def test_trigram_and_hnsw_indexes_are_used(big_store: KnowledgeStore) -> None:
     knn = _plan(big_store, "SELECT id FROM entities ORDER BY embedding <=> CAST(:v AS vector) "
                 "LIMIT 10", v=vector_literal(vec("q")))
     assert "entities_embedding_hnsw" in knn, knn
+
+
+def test_name_similarity_is_pg_trgm_per_group(store: KnowledgeStore) -> None:
+    names = [("tech", "PostgreSQL"), ("tech", "Postgresql"), ("tech", "Python 2"),
+             ("tech", "Python 3"), ("person", "postgresql")]
+    pairs = store.similar_name_pairs(names, 0.8)
+    assert pairs == {("PostgreSQL", "Postgresql"), ("Postgresql", "PostgreSQL")}
+    sims = store.name_similarities([("PostgreSQL", "Postgresql"), ("Python 2", "Python 3")])
+    assert sims[0] == 1.0 and 0.5 < sims[1] < 0.8
+    assert store.name_similarities([]) == [] and store.similar_name_pairs(names[:1], 0.1) == set()

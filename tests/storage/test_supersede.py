@@ -11,6 +11,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
+from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.types import normalize_attribute
@@ -21,7 +22,6 @@ from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore, ids
 from storage.models import DocumentIn, EntityIn, RelationIn
-from tests.indexing_fakes import ScriptedChatModel
 
 ACME = EntityIn("Acme", "organization", "default", "A company.")
 ALICE = EntityIn("Alice Moreau", "person", "default", "An executive.")
@@ -51,14 +51,14 @@ def _write(store: KnowledgeStore, *relations: RelationIn) -> None:
 
 
 def _rows(store: KnowledgeStore) -> dict[str, Any]:
-    with store.engine.connect() as c:
+    with store.connect() as c:
         return {r.object_id: r for r in c.execute(text(
             "SELECT id, object_id, valid_at, invalid_at, invalidated_by, invalid_reason "
             "FROM relations WHERE subject_id = :s"), {"s": ACME.id}).all()}
 
 
 def _current(store: KnowledgeStore, **kw: Any) -> set[str]:
-    r = retrieve(store.engine, "default", ["CEO of Acme"], [], SearchConfig(fallback_ratio=0),
+    r = retrieve(store, "default", ["CEO of Acme"], [], SearchConfig(fallback_ratio=0),
                  lambda: [0.0] * 384, **kw)
     return {f["object"] for f in r.facts}
 
@@ -231,7 +231,7 @@ def test_ingesting_a_newer_report_supersedes_through_the_indexing_graph(
                              "source": "r2021"}, IndexingContext())
     runner.clear_model_cache()
     acme = ids.entity_id("Acme", "organization", "default")
-    with store.engine.connect() as c:
+    with store.connect() as c:
         got = {r.fact: (r.attribute, r.invalid_at, r.invalid_reason) for r in c.execute(text(
             "SELECT fact, attribute, invalid_at, invalid_reason FROM relations "
             "WHERE subject_id = :s"), {"s": acme}).all()}
@@ -251,7 +251,7 @@ def test_correct_keeps_the_reason(store: KnowledgeStore, reason: str, stored: st
         assert facts.invalidate_fact(conn, "default", fid, reason) is not None
     with store.transaction() as conn:  # a second correction keeps the first time and reason
         facts.invalidate_fact(conn, "default", fid, "another reason")
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         got = facts.get_fact(conn, "default", fid)
     assert got is not None and got.invalid_reason == stored and got.attribute == "ceo"
 
@@ -269,7 +269,7 @@ def test_no_llm_mode_supersedes_a_moved_headquarters(store: KnowledgeStore) -> N
         runner.run_indexing({"texts": ["Since 2021 Acme Corp is headquartered in Lyon."],
                              "source": "new"}, IndexingContext())
     runner.clear_model_cache()
-    with store.engine.connect() as c:
+    with store.connect() as c:
         got = {r.fact: (r.attribute, r.invalid_at) for r in c.execute(text(
             "SELECT fact, attribute, invalid_at FROM relations")).all()}
     assert got == {"Acme Corp is headquartered in Paris.": ("headquarters", _day(2021)),

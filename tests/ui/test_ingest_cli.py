@@ -21,17 +21,16 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
-from sqlalchemy import create_engine, text
 
+from bench.fakes import ContentLLMServer
+from bench.llm_server import LLMServer
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.shared import providers
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
-from storage.engine import sqlalchemy_url
-from tests.indexing_fakes import ContentLLMServer
-from tests.llm_server import LLMServer
+from tests.pg_fixtures import url_rows
 from ui.cli.app import main
 
 SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
@@ -91,12 +90,7 @@ def resources(store: KnowledgeStore, chat: Any = NO_LLM, **cfg: Any) -> Resource
 
 
 def query(db_url: str, sql: str) -> list[tuple[Any, ...]]:
-    engine = create_engine(sqlalchemy_url(db_url))
-    try:
-        with engine.connect() as conn:
-            return [tuple(r) for r in conn.execute(text(sql)).all()]
-    finally:
-        engine.dispose()
+    return url_rows(db_url, sql)
 
 
 def snapshot(db_url: str) -> dict[str, Any]:
@@ -169,6 +163,7 @@ def completed_chunks(db_url: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_to_the_same_graph_as_a_clean_run(
         db_url: str, empty_db_url: str, tmp_path: Path, server: ContentLLMServer) -> None:
     corpus = copy_corpus(tmp_path, ("01-relational-origins.md", "02-postgres-lineage.md"))
@@ -208,6 +203,7 @@ def test_killed_run_resumes_to_the_same_graph_as_a_clean_run(
 
 
 # -- several workers ------------------------------------------------------------------------
+@pytest.mark.slow
 def test_two_workers_share_chunks_without_duplicate_extraction(
         empty_db_url: str, tmp_path: Path, server: ContentLLMServer,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -56,6 +56,7 @@ def _facts(out: dict[str, Any]) -> set[str]:
     return {r["fact"] for r in out["relations"]}
 
 
+@pytest.mark.slow
 def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
                                     tmp_path: Path) -> None:
     async def scenario() -> None:
@@ -120,6 +121,7 @@ def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_remember_recall_correct(seeded_store: KnowledgeStore, db_url: str,
                                  tmp_path: Path) -> None:
     async def scenario() -> tuple[str, str]:
@@ -200,7 +202,7 @@ def test_remember_recall_correct(seeded_store: KnowledgeStore, db_url: str,
             return fact_id, fixed["replacement_id"]
 
     fact_id, replacement_id = asyncio.run(scenario())
-    with seeded_store.engine.connect() as conn:
+    with seeded_store.connect() as conn:
         row = conn.execute(text(
             "SELECT fact, invalid_at, invalid_reason FROM relations WHERE id = :id"),
             {"id": fact_id}).one()
@@ -217,6 +219,7 @@ def test_remember_recall_correct(seeded_store: KnowledgeStore, db_url: str,
         assert docs == 1
 
 
+@pytest.mark.slow
 def test_scope_isolation(seeded_store: KnowledgeStore, db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:
         async with _stdio(db_url, tmp_path, "--scope", "other") as client:
@@ -224,7 +227,7 @@ def test_scope_isolation(seeded_store: KnowledgeStore, db_url: str, tmp_path: Pa
                                                     "entities": ["Ada Lovelace"],
                                                     "max_hops": 3})
             assert out["scope"] == "other" and out["relations"] == []
-            with seeded_store.engine.connect() as conn:
+            with seeded_store.connect() as conn:
                 fid = conn.execute(text("SELECT id FROM relations LIMIT 1")).scalar()
             assert "no fact" in await _error(client, "correct", {"fact_id": fid})
             stored = await _call(client, "remember", {
@@ -233,12 +236,13 @@ def test_scope_isolation(seeded_store: KnowledgeStore, db_url: str, tmp_path: Pa
             assert stored["subject_type"] == "concept"  # not linked across scopes
 
     asyncio.run(scenario())
-    with seeded_store.engine.connect() as conn:
+    with seeded_store.connect() as conn:
         assert conn.execute(text(
             "SELECT count(*) FROM relations WHERE scope = 'default' AND invalid_at IS NOT NULL"
         )).scalar() == 0
 
 
+@pytest.mark.slow
 def test_streamable_http_lists_tools(seeded_store: KnowledgeStore, db_url: str,
                                      tmp_path: Path) -> None:
     port = free_port()
@@ -278,6 +282,7 @@ def test_bad_transport_is_a_user_error() -> None:
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.slow
 def test_remember_on_a_single_valued_attribute_supersedes(
         seeded_store: KnowledgeStore, db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:

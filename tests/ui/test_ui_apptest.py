@@ -108,7 +108,7 @@ def test_empty_message_is_ignored(seeded_url: str) -> None:
 def test_failing_query_shows_error_and_session_continues(
     seeded_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.cli import ask
+    from graph_flows.services import ask
 
     real = ask.run_query_streaming
 
@@ -255,7 +255,7 @@ def test_as_of_date_reaches_the_query_and_shows_validity(seeded_url: str) -> Non
 def test_sources_show_valid_from_and_confidence_caption(
     seeded_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ui.cli import ask
+    from graph_flows.services import ask
 
     _sql(seeded_url, "UPDATE relations SET valid_at = '1996-01-01' WHERE fact = :f", f=DESIGNED)
     real = ask.run_query_streaming

@@ -23,7 +23,7 @@ from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 from tests.procs import free_port, stop_process
 from tests.query_fixtures import seed_graph
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")

@@ -16,8 +16,10 @@ from rich.console import Console
 
 from graph_flows.shared.settings import Settings, SettingsError, load_settings
 from ui.cli import ask as ask_mod
+from ui.cli.eval import eval_app
 from ui.cli.scope import scope_app
 
+log = logging.getLogger(__name__)
 app = typer.Typer(
     name="krag", no_args_is_help=True, add_completion=False,
     help="Knowledge-graph RAG on PostgreSQL: ingest documents, ask questions.",
@@ -36,6 +38,7 @@ def settings_from_cli(**overrides: Any) -> Settings:
 
 
 app.add_typer(scope_app, name="scope")
+app.add_typer(eval_app, name="eval")
 
 
 @app.callback()
@@ -80,15 +83,18 @@ def ask(
 ) -> None:
     """Ask a question: streams the answer, then the cited facts and their sources."""
     from graph_flows.query.analyze import InvalidQueryError
+    from graph_flows.services.errors import RequestError
+    from graph_flows.shared.dates import DateParseError
 
     try:
         ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
                             model, as_of, max_hops)
-    except InvalidQueryError as exc:
+    except (InvalidQueryError, RequestError, DateParseError) as exc:
+        log.info("ask refused", exc_info=True)
         raise UserError(str(exc)) from None
 
 
-# -- indexing: ingest, status, remove, reembed (bodies in graph_flows/indexing/commands.py) --
+# -- indexing: ingest, status, remove, reembed (bodies in ui/cli/ingest.py) ----------------
 @contextmanager
 def _indexing_errors() -> Iterator[None]:
     """Turn bad input and bad model specs into one-line user errors (exit 2)."""
@@ -98,6 +104,7 @@ def _indexing_errors() -> Iterator[None]:
     try:
         yield
     except (BadInputError, ProviderError) as exc:
+        log.info("indexing command refused", exc_info=True)
         raise UserError(str(exc)) from None
 
 
@@ -136,18 +143,6 @@ def ingest(
         commands.ingest(console, err_console, paths, source=source, scope=scope,
                         workers=workers, retry_failed=retry_failed, context=ctx,
                         as_json=as_json, defer_index=defer_index)
-
-
-@app.command("ingest-worker", hidden=True)
-def ingest_worker(
-    scope: Annotated[str, typer.Option()],
-    source: Annotated[str | None, typer.Option()] = None,
-    context: Annotated[str, typer.Option(help="IndexingContext as JSON.")] = "{}",
-) -> None:
-    """Internal: one worker process of `krag ingest --workers N`."""
-    from ui.cli import ingest as commands
-
-    commands.worker(console, scope=scope, source=source, context_json=context)
 
 
 @app.command()
@@ -237,6 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         if isinstance(code, int) and code:
             sys.exit(code)
     except (SettingsError, StorageError, UserError) as exc:
+        log.debug("command failed", exc_info=True)
         err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         sys.exit(2)
     except typer.Exit as exc:

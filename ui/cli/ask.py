@@ -1,31 +1,19 @@
-"""`krag ask`: stream an answer from the query graph to the terminal."""
+"""`krag ask`: stream an answer to the terminal (the use case: :mod:`graph_flows.services.ask`)."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from graph_flows.query import sections
+from graph_flows.services import ask as ask_service
 from graph_flows.shared.settings import Settings
 
-
-def run_query_streaming(
-    payload: dict[str, Any], context: dict[str, Any], on_token: Any
-) -> dict[str, Any]:
-    """Run the query graph, calling ``on_token`` for each streamed token; return the output."""
-    from graph_flows import query_flow
-
-    final: dict[str, Any] = {}
-    for mode, chunk in query_flow.stream(payload, context=context,
-                                         stream_mode=["custom", "values"]):
-        if mode == "custom" and "token" in chunk:
-            on_token(chunk["token"])
-        elif mode == "values":
-            final = chunk
-    return final
+log = logging.getLogger(__name__)
 
 
 def print_sources(console: Console, result: dict[str, Any]) -> None:
@@ -46,26 +34,17 @@ def ask_command(
     show_mermaid: bool, as_json: bool, model: str | None, as_of: str | None = None,
     max_hops: int | None = None,
 ) -> None:
-    """Body of `krag ask` (the typer wrapper lives in cli.py)."""
-    from graph_flows.shared.resources import build_resources, use_resources
+    """Body of `krag ask` (the typer wrapper lives in app.py)."""
 
-    resources = build_resources(settings)
-    payload: dict[str, Any] = {"query": question}
-    if scope:
-        payload["scope"] = scope
-    if as_of:
-        payload["as_of"] = as_of
-    context: dict[str, Any] = {"answer_model": model} if model else {}
-    if max_hops is not None:
-        context["max_hops"] = max_hops
-    with use_resources(resources):
-        if as_json:
-            result = run_query_streaming(payload, context, lambda _t: None)
-            console.print_json(json.dumps(result, default=str))
-            return
-        result = run_query_streaming(
-            payload, context, lambda t: console.print(t, end="", markup=False,
-                                                      highlight=False))
+    def on_token(token: str) -> None:
+        if not as_json:
+            console.print(token, end="", markup=False, highlight=False)
+
+    result = ask_service.ask(settings, question, on_token, scope=scope, as_of=as_of,
+                             model=model, max_hops=max_hops)
+    if as_json:
+        console.print_json(json.dumps(result, default=str))
+        return
     console.print()
     print_sources(console, result)
     for err in result.get("errors", []):

@@ -1,15 +1,17 @@
-"""Bodies of the indexing commands of `krag` (ingest, ingest-worker, status, remove, reembed).
+"""Bodies of the indexing commands of `krag` (ingest, status, remove, reembed).
 
-``ui/cli/app.py`` declares the options and calls these; they print with rich and raise
-:class:`UserError`-style exceptions (one line, exit 2) for bad input.
+``ui/cli/app.py`` declares the options and calls these; the work is done by
+:mod:`graph_flows.services.ingest` and :mod:`graph_flows.services.sources`, these print with
+rich (tables, progress bars fed by the services' callbacks) and raise :class:`BadInputError`
+(one line, exit 2) for bad input.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +28,10 @@ from rich.table import Table
 
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
-from graph_flows.shared import resources as runtime
+from graph_flows.services import sources
 from graph_flows.shared.settings import load_settings
+
+log = logging.getLogger(__name__)
 
 SHOWN_FAILURES = 10
 SHOWN_MERGES = 5
@@ -123,47 +127,35 @@ def print_summary(console: Console, out: dict[str, Any]) -> None:
         p("  Failed chunks keep their reason; run again with --retry-failed to retry them.")
 
 
-def worker(console: Console, *, scope: str, source: str | None, context_json: str) -> None:
-    """`krag ingest-worker` (internal): claim and extract pending chunks, print JSON."""
-    context = IndexingContext.coerce(json.loads(context_json or "{}"))
-    out = runner.run_indexing({"scope": scope, "source": source}, context)
-    print(json.dumps(out, default=str), flush=True)
-
-
 # -- status, remove, reembed ----------------------------------------------------------------
 def status(console: Console, *, scope: str | None, as_json: bool = False) -> None:
     """`krag status`: per source documents, chunk statuses, graph size, LLM usage."""
-    from storage.stats import embedding_info, failed_chunks, source_stats
-
-    store = runtime.get_resources().store
-    rows = source_stats(store.engine, scope)
-    model, dim = embedding_info(store.engine)
+    report = sources.status(scope)
     if as_json:
-        console.print_json(json.dumps({"embedding_model": model, "embedding_dim": dim,
-                                       "sources": [asdict(r) for r in rows]}))
+        console.print_json(json.dumps(report.as_json()))
         return
     table = Table(title="Sources")
     for col in ("source", "docs", "chunks done", "pending", "failed", "entities", "relations",
                 "LLM calls", "tokens in/out"):
         table.add_column(col, justify="left" if col == "source" else "right",
                          no_wrap=col == "source")
-    for r in rows:
+    for r in report.sources:
         name = r.source if r.scope == "default" else f"{r.scope}/{r.source}"
         table.add_row(name, str(r.documents), f"{r.chunks['completed']}/{r.total_chunks}",
                       str(r.chunks["pending"] + r.chunks["extracting"]), str(r.chunks["failed"]),
                       str(r.entities), str(r.relations), str(r.llm_calls),
                       f"{r.input_tokens}/{r.output_tokens}")
-    console.print(table if rows else "No documents yet: krag ingest PATH")
-    console.print(f"Embedding model: {model or '-'} ({dim or '?'}-d)", markup=False)
-    for uri, chunk_id, error in failed_chunks(store.engine, scope, limit=5):
+    console.print(table if report.sources else "No documents yet: krag ingest PATH")
+    console.print(f"Embedding model: {report.embedding_model or '-'} "
+                  f"({report.embedding_dim or '?'}-d)", markup=False)
+    for uri, chunk_id, error in report.failed:
         console.print(f"  failed {chunk_id[:16]} in {uri}: {error}", markup=False,
                       highlight=False)
 
 
 def remove(console: Console, *, source: str, scope: str | None) -> None:
     """`krag remove SOURCE`: delete a source and what only it supported."""
-    res = runtime.get_resources()
-    report = res.store.remove_source(scope or res.settings.scope, source)
+    report = sources.remove(source, scope)
     console.print(f"Removed source {source!r}: {report.documents} documents, {report.chunks} "
                   f"chunks, {report.entities} entities, {report.relations} relations.",
                   markup=False, highlight=False)
@@ -171,30 +163,19 @@ def remove(console: Console, *, source: str, scope: str | None) -> None:
 
 def reembed(console: Console, *, batch_size: int) -> dict[str, int]:
     """`krag reembed`: re-embed everything with the configured embedding model."""
-    from graph_flows.indexing.embed import reembed_all
-    from graph_flows.shared.providers import embedding_dimension, make_embeddings
-    from graph_flows.shared.store import open_store
-    from storage.stats import embedding_info
-
     settings = load_settings()
-    store = open_store(settings, check_embedding=False)
-    try:
-        embeddings = make_embeddings(settings)
-        dim = embedding_dimension(settings, embeddings)
-        stored = embedding_info(store.engine)
-        if stored != (settings.embedding_model, dim):
-            console.print(f"Switching stored vectors from {stored[0]} ({stored[1]}-d) to "
-                          f"{settings.embedding_model} ({dim}-d).", markup=False)
-            store.reset_embeddings(settings.embedding_model, dim)
-        with Progress(TextColumn("[bold]re-embedding"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), console=console) as bar:
-            task = bar.add_task("reembed", total=None)
-            done = reembed_all(store, embeddings, batch_size=batch_size,
-                               on_progress=lambda n, total: bar.update(task, completed=n,
-                                                                       total=total))
-    finally:
-        store.close()
+
+    def announce(plan: sources.ReembedPlan) -> None:
+        if plan.switching:
+            console.print(f"Switching stored vectors from {plan.stored[0]} ({plan.stored[1]}-d) "
+                          f"to {plan.target[0]} ({plan.target[1]}-d).", markup=False)
+
+    with Progress(TextColumn("[bold]re-embedding"), BarColumn(), MofNCompleteColumn(),
+                  TimeRemainingColumn(), console=console) as bar:
+        task = bar.add_task("reembed", total=None)
+        done = sources.reembed(
+            settings, batch_size=batch_size, on_plan=announce,
+            on_progress=lambda n, total: bar.update(task, completed=n, total=total))
     console.print(f"Re-embedded {done['entities']} entities and {done['relations']} relations "
                   f"with {settings.embedding_model}.", markup=False)
     return done
-

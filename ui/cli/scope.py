@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
 from rich.console import Console
+
+from graph_flows.services import scopes
+
+log = logging.getLogger(__name__)
 
 scope_app = typer.Typer(no_args_is_help=True, help="Scopes and their parents.")
 _console = Console(soft_wrap=True)
@@ -24,12 +29,9 @@ def set_scope(
     parent: Annotated[str | None, typer.Option("--parent", help="Its parent scope.")] = None,
 ) -> None:
     """Declare a scope (a root, or a child of --parent). Queries in it see its ancestors."""
-    from storage.scopes import set_parent
-
     store = _store()
     try:
-        with store.transaction() as conn:
-            chain = set_parent(conn, name, parent)
+        chain = scopes.set_parent(store, name, parent)
     finally:
         store.close()
     _console.print("visible to queries in " + name + ": " + " > ".join(reversed(chain)),
@@ -39,12 +41,9 @@ def set_scope(
 @scope_app.command("list")
 def list_cmd() -> None:
     """List scopes with their parents."""
-    from storage.scopes import list_scopes
-
     store = _store()
     try:
-        with store.engine.connect() as conn:
-            rows = list_scopes(conn)
+        rows = scopes.list_scopes(store)
     finally:
         store.close()
     for name, parent in rows:

@@ -1,11 +1,13 @@
 """krag chat: ask the knowledge graph, see streamed answers, diagrams and sources.
 
-A thin shell over the query and indexing graphs (``krag ui`` runs it). Business logic lives in
-:mod:`ui.web.backend`; rendering helpers in :mod:`ui.web.components`.
+A thin shell over the query and indexing graphs (``krag ui`` runs it). The work is done by
+:mod:`graph_flows.services`, adapted in :mod:`ui.web.backend`; rendering helpers in
+:mod:`ui.web.components`.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ import streamlit as st  # noqa: E402
 
 from ui.web import backend, components, state  # noqa: E402
 
+log = logging.getLogger(__name__)
 st.set_page_config(page_title="krag", page_icon="🕸️", layout="wide")
 
 
@@ -37,6 +40,7 @@ def sidebar(settings: Any, resources: Any, error: str | None) -> str:
         for i, (name, value) in enumerate(counts.items()):
             cols[i % 2].metric(name.capitalize(), value)
     except Exception as exc:  # noqa: BLE001 - statistics are informative only
+        log.warning("statistics unavailable", exc_info=True)
         st.sidebar.caption(f"statistics unavailable ({backend.friendly_error(exc)})")
     upload(settings, resources, scope)
     return scope

@@ -9,6 +9,7 @@ component, where the diagram source is HTML-escaped and mermaid runs with
 from __future__ import annotations
 
 import html
+import logging
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +20,8 @@ import streamlit.components.v1 as components
 
 from graph_flows.query.sections import validity
 from ui.web.backend import md_escape
+
+log = logging.getLogger(__name__)
 
 MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
 SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
@@ -136,6 +139,7 @@ def model_status(settings: Any) -> tuple[bool, str]:
     try:
         res = resolve_chat_model(settings)
     except ProviderError as exc:
+        log.info("chat model unusable", exc_info=True)
         return False, str(exc)
     if res.llm_mode:
         return True, f"Chat model: {res.spec}"

@@ -10,6 +10,8 @@ import streamlit as st
 from graph_flows.shared.settings import Settings, load_settings
 from ui.web import backend
 
+log = logging.getLogger(__name__)
+
 
 @st.cache_resource(show_spinner="Opening the knowledge base…")
 def _resources(key: str) -> Any:
@@ -38,5 +40,5 @@ def scope_options(resources: Any, settings: Settings) -> dict[str, list[str]]:
     try:
         return backend.scope_chains(resources)
     except Exception:  # noqa: BLE001 - the picker still offers the default scope
-        logging.getLogger("krag.ui").warning("scope list unavailable", exc_info=True)
+        log.warning("scope list unavailable", exc_info=True)
         return {settings.scope: [settings.scope]}

@@ -25,15 +25,17 @@ Windows-1252 when that decodes cleanly; a NUL byte or no valid decoding means "b
 from __future__ import annotations
 
 import codecs
+import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from graph_flows.indexing.documents.chunking import heading_path
 from graph_flows.indexing.documents.html_text import html_to_text
+from graph_flows.indexing.documents.pdf import load_pdf
+from graph_flows.indexing.documents.types import LoadedDocument, LoadFailure, LoadResult
 
 SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".pdf", ".html", ".htm"})
 MEDIA_TYPES = {
@@ -48,27 +50,7 @@ READ_BLOCK = 1 << 20
 _FALLBACK_ENCODING = "cp1252"
 _TEXT_CONTROLS = frozenset(b"\t\n\r\f\x1b")
 MAX_CONTROL_RATIO = 0.01
-
-
-@dataclass
-class LoadedDocument:
-    """A document's text, ready for cleaning and chunking."""
-
-    uri: str
-    title: str | None
-    text: str
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class LoadFailure:
-    """A file that could not be loaded; ``reason`` is one line for the user."""
-
-    uri: str
-    reason: str
-
-
-LoadResult = LoadedDocument | LoadFailure
+log = logging.getLogger(__name__)
 
 
 def load_text(text: str, uri: str = "inline", title: str | None = None) -> LoadedDocument:
@@ -126,14 +108,13 @@ def load_file(path: Path, *, max_bytes: int) -> Iterator[LoadResult]:
             return
         base = {"path": str(path.resolve()), "media_type": MEDIA_TYPES[suffix], "bytes": size}
         if suffix == ".pdf":
-            from graph_flows.indexing.documents.pdf import load_pdf
-
             yield from load_pdf(path, uri, base, max_bytes)
         elif suffix in {".html", ".htm"}:
             yield _load_html(path, uri, base, max_bytes)
         else:
             yield from _load_plain(path, uri, base, max_bytes, suffix != ".txt")
     except OSError as err:
+        log.warning("cannot read %s", uri, exc_info=err)
         yield LoadFailure(uri, f"cannot read file ({err.strerror or err}); check permissions")
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from graph_flows.indexing.documents.loaders import LoadedDocument, LoadFailure, LoadResult
+from graph_flows.indexing.documents.types import LoadedDocument, LoadFailure, LoadResult
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ def load_pdf(path: Path, uri: str, base: dict[str, Any], max_bytes: int) -> Iter
             meta = {**base, "pages": len(reader.pages)}
             yield from _documents(_page_texts(reader), uri, title, meta, max_bytes)
         except (PyPdfError, ValueError, KeyError, TypeError, AttributeError) as err:
+            log.warning("unreadable PDF %s", uri, exc_info=err)
             reason = " ".join(str(err).split())[:160]
             yield LoadFailure(uri, f"unreadable PDF ({reason}); re-export it or convert it to text")
 
@@ -56,7 +57,7 @@ def _page_texts(reader: Any) -> Iterator[tuple[int, str]]:
         try:
             text = page.extract_text() or ""
         except Exception as err:  # noqa: BLE001 - one bad page must not lose the others
-            log.warning("page %d: text extraction failed: %s", number, err)
+            log.warning("page %d: text extraction failed: %s", number, err, exc_info=err)
             text = ""
         yield number, text.replace("\f", "\n").replace("\x00", "")
 

@@ -16,20 +16,19 @@ Concurrency: the chunks of a claimed batch run on a ``ThreadPoolExecutor`` of
 ``concurrency`` threads rather than a ``Send`` fan-out, because the batch is the unit of the
 transactional write (a chunk is marked completed in the same transaction as its graph), the
 bound must come from the run context (Studio-editable) rather than the run's
-``max_concurrency`` config, and one graph step per batch keeps checkpoints small. While the
-graph validates, resolves, embeds and writes batch N, :class:`ExtractionAhead` already runs
-the LLM calls of batch N+1, so LLM latency overlaps the CPU and database work. LangChain
-chat models are thread-safe for concurrent ``invoke``.
+``max_concurrency`` config, and one graph step per batch keeps checkpoints small. The pool
+lives only inside :func:`extract_batch` (one ``extract`` step): no call outlives the step that
+made it, so a run that fails later (resolve, write) leaves nothing calling the LLM, and
+nothing about a run is kept outside the graph state. LangChain chat models are thread-safe
+for concurrent ``invoke``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections import deque
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import ValidationError
 
+from graph_flows.indexing.extraction.rules import extract_rules
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import sanitize_for_prompt
 from prompts import load_prompt, render, split_roles
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import Runnable
 
-log = logging.getLogger("krag.indexing")
+log = logging.getLogger(__name__)
 
 PROMPT_NAME = "extraction_v1"
 MAX_PROMPT_CHARS = 8000
@@ -152,6 +152,7 @@ def extract_with_llm(runnable: Runnable, chunk: dict[str, Any]) -> ChunkResult:
         try:
             out = runnable.invoke(messages)
         except Exception as exc:  # noqa: BLE001 - any client failure fails this chunk only
+            log.warning("LLM call failed on chunk %s", chunk["id"], exc_info=exc)
             result.error = f"LLM call failed: {describe_error(exc)}"
             return result
         raw: AIMessage = out["raw"]
@@ -160,6 +161,8 @@ def extract_with_llm(runnable: Runnable, chunk: dict[str, Any]) -> ChunkResult:
             extraction = parse_extraction(out.get("parsed") or raw.content)
         except ExtractionParseError as exc:
             if attempt == 2:
+                log.warning("unparseable extraction of chunk %s after retry: %s",
+                            chunk["id"], exc)
                 result.error = f"unparseable extraction after retry: {exc}"
                 return result
             messages = [*messages, AIMessage(str(raw.content or "")),
@@ -173,12 +176,10 @@ def extract_with_llm(runnable: Runnable, chunk: dict[str, Any]) -> ChunkResult:
 
 def extract_with_rules(chunk: dict[str, Any]) -> ChunkResult:
     """No-LLM mode: the deterministic rule extractor."""
-    from graph_flows.indexing.extraction.rules import extract_rules
-
     try:
         extraction = extract_rules(chunk["text"])
     except Exception as exc:  # noqa: BLE001 - a bug on one chunk must not stop the run
-        log.exception("rule extractor failed on chunk %s", chunk["id"])
+        log.exception("rule extractor failed on chunk %s", chunk["id"])  # with the cause
         return ChunkResult(chunk["id"], None, f"rule extractor failed: {describe_error(exc)}")
     return ChunkResult(chunk["id"], extraction.model_dump(), over_limit=extraction.over_limit)
 
@@ -192,69 +193,12 @@ def extract_batch(
     runnable = structured(model)
     workers = max(1, min(concurrency, len(chunks)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract") as pool:
-        results = list(pool.map(lambda c: extract_with_llm(runnable, c), chunks))
+        futures = [pool.submit(extract_with_llm, runnable, c) for c in chunks]
+        try:
+            results = [f.result() for f in futures]
+        finally:  # interrupted: calls not started yet never start
+            pool.shutdown(cancel_futures=True)
     return [asdict(r) for r in results]
-
-
-class ExtractionAhead:
-    """LLM extraction running ahead of the graph: while the graph validates, resolves,
-    embeds and writes batch N, the calls of batch N+1 are already in flight (queued behind
-    N's on one pool of ``concurrency`` threads, so no thread idles at a batch boundary).
-
-    Keyed by run id; at most two batches per run (the current one and the next). Nothing
-    here is in the graph state: a run resumed elsewhere finds nothing queued and extracts
-    its batch then. Queued batches are ordinary claims (recovered like any other if the
-    process dies). Results do not depend on it: resolution and writes still happen batch by
-    batch, in claim order.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._queues: dict[str, deque[tuple[list[dict[str, Any]], list[Future[ChunkResult]]]]]
-        self._queues = {}
-        self._pools: dict[str, ThreadPoolExecutor] = {}
-
-    def submit(self, run_id: str, batch: list[dict[str, Any]], model: BaseChatModel,
-               concurrency: int) -> None:
-        """Queue ``batch`` for extraction behind the run's earlier batches."""
-        runnable = structured(model)
-        with self._lock:
-            pool = self._pools.get(run_id)
-            if pool is None:
-                pool = self._pools[run_id] = ThreadPoolExecutor(
-                    max_workers=max(1, concurrency), thread_name_prefix="extract")
-            futures = [pool.submit(extract_with_llm, runnable, c) for c in batch]
-            self._queues.setdefault(run_id, deque()).append((batch, futures))
-
-    def claimed(self, run_id: str) -> list[dict[str, Any]] | None:
-        """The next queued batch of this run, if any (its extraction may still run)."""
-        with self._lock:
-            queue = self._queues.get(run_id)
-            return queue[0][0] if queue else None
-
-    def is_next(self, run_id: str, batch: Sequence[dict[str, Any]]) -> bool:
-        """True if ``batch`` is the next queued batch of this run."""
-        head = self.claimed(run_id)
-        return head is not None and [c["id"] for c in head] == [c["id"] for c in batch]
-
-    def collect(self, run_id: str, batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """Results for ``batch`` if it is the next queued one (waits for them), else None."""
-        if not self.is_next(run_id, batch):
-            return None
-        with self._lock:
-            _, futures = self._queues[run_id].popleft()
-        return [asdict(f.result()) for f in futures]
-
-    def close(self, run_id: str) -> None:
-        """Forget a finished run (its pool's threads end)."""
-        with self._lock:
-            self._queues.pop(run_id, None)
-            pool = self._pools.pop(run_id, None)
-        if pool:
-            pool.shutdown(wait=False)
-
-
-AHEAD = ExtractionAhead()
 
 
 def _add_usage(result: ChunkResult, message: AIMessage) -> None:

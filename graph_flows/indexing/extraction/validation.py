@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime
 
 from graph_flows.indexing.extraction.injection import (
     BIDI,
@@ -40,6 +39,7 @@ from graph_flows.indexing.extraction.types import (
     normalize_entity_type,
     normalize_relation_type,
 )
+from graph_flows.shared.dates import parse_date
 
 __all__ = [
     "DROP_REASONS",
@@ -138,7 +138,8 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
     field, low confidence, an endpoint that is not a kept entity (matched on the name key,
     then spelled like the entity: ``unknown_endpoint``), same endpoint twice (``self_loop``),
     duplicates by (subject, type, object) (``duplicate``), beyond MAX_RELATIONS
-    (``over_limit``). ``valid_at`` is normalised to an ISO date or None (``bad_date``).
+    (``over_limit``). ``valid_at`` becomes an ISO 8601 UTC date-time (:func:`parse_valid_at`) or
+    None (``bad_date``).
     """
     dropped: Counter[str] = Counter()
     if ex.over_limit:
@@ -273,20 +274,10 @@ def _check_relation(
 
 
 def parse_valid_at(raw: str | None) -> str | None:
-    """An ISO date string from "2024", "2024-03", "2024-03-05" or an ISO datetime; else None."""
-    if not raw:
-        return None
-    text = str(raw).strip()
-    if re.fullmatch(r"\d{4}", text):
-        return text if 1 <= int(text) <= 9999 else None
-    if re.fullmatch(r"\d{4}-\d{2}", text):
-        return text if 1 <= int(text[5:]) <= 12 else None
-    try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            return date.fromisoformat(text).isoformat()
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
-    except ValueError:
-        return None
+    """``raw`` read by :func:`graph_flows.shared.dates.parse_date` as an ISO 8601 string (UTC;
+    ``YYYY`` and ``YYYY-MM`` mean their first day), or None when it is not a date."""
+    parsed = parse_date(raw)
+    return parsed.isoformat() if parsed else None
 
 
 def _truncate(text: str, limit: int) -> str:

@@ -1,4 +1,5 @@
-"""A small real HTTP server speaking the Ollama and OpenAI wire protocols, for tests.
+"""A small real HTTP server speaking the Ollama and OpenAI wire protocols, for tests and
+benchmarks.
 
 The real ``langchain-ollama`` / ``langchain-openai`` clients run against it. Replies are
 scripted (consumed in order, then ``default_reply``); every request is recorded.

@@ -1,0 +1,198 @@
+"""`krag eval multihop`: ingest a passage corpus into its own scope, ask every question
+through the query graph (no LLM), rank source passages from what the graph retrieved and
+score them, with dense (MiniLM cosine) and BM25 (Postgres full-text lexemes) baselines over the same
+chunks in the same run.
+
+Ranking of the graph's passages: the documents of the retrieved facts in fact rank order,
+then those of the retrieved entities (their provenance) in entity rank order, deduplicated.
+Ans@ctx is the answer (or an alias) in the context the graph built (``definitions`` and
+``facts_text``); for a baseline, in the text of its top-5 passages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graph_flows.indexing.context import IndexingContext
+from graph_flows.services.evaluation.data import (
+    EvalInputError,
+    Passage,
+    Question,
+    check_gold,
+    read_corpus,
+    read_questions,
+)
+from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
+from graph_flows.services.ingest import ingest
+from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from storage.fulltext import ChunkText, bm25_chunks, entity_documents, scope_chunks
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]
+"""Progress callback: (stage, done, total); stages 'ingest', 'embed', 'krag', 'dense', 'bm25'."""
+
+SOURCE = "eval-corpus"
+CANDIDATE_CHUNKS = 100  # chunks a baseline ranks per question (enough for MRR)
+EMBED_BATCH = 128
+
+
+def _silent(_stage: str, _done: int, _total: int) -> None:
+    """Default progress callback."""
+
+
+def parse_extraction(mode: str) -> str:
+    """Validate ``--extraction``: ``rules`` or ``replay:FILE`` (not available yet)."""
+    if mode == "rules":
+        return mode
+    if mode.startswith("replay:"):
+        path = Path(mode.removeprefix("replay:"))
+        if not path.is_file():
+            raise EvalInputError(f"{path}: no such replay file (--extraction replay:FILE)")
+        raise EvalInputError("replay extraction is not available yet; use --extraction rules")
+    raise EvalInputError(f"--extraction must be 'rules' or 'replay:FILE', got {mode!r}")
+
+
+def eval_scope(corpus: Path, extraction: str) -> str:
+    """The scope a corpus is ingested into: a hash of its content and the extraction mode."""
+    digest = hashlib.sha256(Path(corpus).read_bytes() + b"\0" + extraction.encode())
+    return f"eval-{digest.hexdigest()[:12]}"
+
+
+@dataclass
+class _Run:
+    """What one evaluation run works with."""
+
+    res: Resources
+    scope: str
+    passages: dict[str, Passage]
+    questions: list[Question]
+    progress: Progress
+
+
+def run_multihop(
+    resources: Resources, corpus: Path, questions: Path, *, extraction: str = "rules",
+    scope: str | None = None, on_progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the whole evaluation; the JSON report (see the module docstring)."""
+    mode = parse_extraction(extraction)
+    passages = read_corpus(Path(corpus))
+    asked = read_questions(Path(questions))
+    check_gold(Path(questions), asked, {p.id for p in passages})
+    run = _Run(replace(resources, chat_override=NO_LLM), scope or eval_scope(corpus, mode),
+               {p.id: p for p in passages}, asked, on_progress or _silent)
+    with use_resources(run.res):
+        ingest_report = _ingest(run, passages)
+        with run.res.store.connect() as conn:
+            chunks = scope_chunks(conn, run.scope)
+        krag = _score_krag(run)
+        dense = _score_dense(run, chunks)
+        bm25 = _score_bm25(run)
+    ingest_report["chunks"] = len(chunks)
+    return {"krag": krag.as_dict(),
+            "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
+            "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
+            "passages": len(passages)}
+
+
+def _ingest(run: _Run, passages: Sequence[Passage]) -> dict[str, Any]:
+    """Ingest the passages (one document each, uri = passage id) through the ingest service."""
+    records = [{"uri": p.id, "title": p.title, "text": p.full_text} for p in passages]
+    started = time.perf_counter()
+    out = ingest({"records": records, "scope": run.scope, "source": SOURCE},
+                 IndexingContext(),
+                 on_progress=lambda s: run.progress("ingest", s["completed"] + s["failed"],
+                                                    s["total"]))
+    seconds = time.perf_counter() - started
+    done = int((out.get("chunks") or {}).get("completed", 0))
+    if out.get("failures"):
+        log.warning("eval ingest: %d failures, first: %s", len(out["failures"]),
+                    out["failures"][0])
+    return {"chunks": 0, "seconds": round(seconds, 2),
+            "chunks_per_s": round(done / seconds, 2) if seconds else 0.0,
+            "extracted_chunks": done, "documents": out.get("documents", {})}
+
+
+def graph_passages(result: dict[str, Any], entity_docs: dict[str, list[str]]) -> list[str]:
+    """Passage ids from a query-graph result: fact sources in fact order, then entity
+    provenance in entity order, deduplicated."""
+    ranked: list[str] = []
+    for fact in result.get("facts") or []:
+        ranked += [s["uri"] for s in fact.get("sources") or []]
+    for entity in result.get("entities") or []:
+        ranked += entity_docs.get(entity.get("id", ""), [])
+    return list(dict.fromkeys(ranked))
+
+
+def _score_krag(run: _Run) -> RetrievalScore:
+    """Ask every question through the query graph and score the passages it reached."""
+    from graph_flows import query_flow
+
+    score = RetrievalScore()
+    for n, q in enumerate(run.questions, 1):
+        started = time.perf_counter()
+        result = query_flow.invoke({"query": q.question, "scope": run.scope}, context={})
+        ms = (time.perf_counter() - started) * 1000
+        ids = [e["id"] for e in result.get("entities") or [] if e.get("id")]
+        with run.res.store.connect() as conn:
+            ranked = graph_passages(result, entity_documents(conn, ids))
+        context = f"{result.get('definitions', '')}\n{result.get('facts_text', '')}"
+        score.add(ranked, q.gold, answer_in(context, q.answers), ms)
+        run.progress("krag", n, len(run.questions))
+    return score
+
+
+def _passages_of(chunks: Sequence[ChunkText]) -> list[str]:
+    return list(dict.fromkeys(c.uri for c in chunks))
+
+
+def _top_text(run: _Run, ranked: Sequence[str], k: int = 5) -> str:
+    return "\n".join(run.passages[p].full_text for p in ranked[:k] if p in run.passages)
+
+
+def _score_dense(run: _Run, chunks: Sequence[ChunkText]) -> RetrievalScore:
+    """Cosine over the product embedder's vectors of the scope's chunk texts."""
+    embedder = run.res.embeddings
+    vectors: list[list[float]] = []
+    for start in range(0, len(chunks), EMBED_BATCH):
+        vectors += embedder.embed_documents([c.text for c in chunks[start:start + EMBED_BATCH]])
+        run.progress("embed", min(start + EMBED_BATCH, len(chunks)), len(chunks))
+    matrix = _normalise(np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1))
+    score = RetrievalScore()
+    for n, q in enumerate(run.questions, 1):
+        started = time.perf_counter()
+        query = _normalise(np.asarray([embedder.embed_query(q.question)], dtype=np.float32))[0]
+        order = np.argsort(-(matrix @ query), kind="stable")[:CANDIDATE_CHUNKS] \
+            if len(chunks) else []
+        ranked = _passages_of([chunks[i] for i in order])
+        ms = (time.perf_counter() - started) * 1000
+        score.add(ranked, q.gold, answer_in(_top_text(run, ranked), q.answers), ms)
+        run.progress("dense", n, len(run.questions))
+    return score
+
+
+def _normalise(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+def _score_bm25(run: _Run) -> RetrievalScore:
+    """BM25 over the Postgres full-text lexemes of the scope's chunks (storage.fulltext)."""
+    score = RetrievalScore()
+    for n, q in enumerate(run.questions, 1):
+        started = time.perf_counter()
+        with run.res.store.connect() as conn:
+            hits = bm25_chunks(conn, run.scope, q.question, CANDIDATE_CHUNKS)
+        ranked = _passages_of(hits)
+        ms = (time.perf_counter() - started) * 1000
+        score.add(ranked, q.gold, answer_in(_top_text(run, ranked), q.answers), ms)
+        run.progress("bm25", n, len(run.questions))
+    return score

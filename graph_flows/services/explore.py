@@ -1,0 +1,55 @@
+"""Explore use cases: find entities by name, an entity's neighbourhood (facts, neighbours).
+
+Both read the scope and its ancestors, like a query does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from storage import KnowledgeStore, search
+from storage.ids import normalize_name
+from storage.scopes import scope_chain
+
+log = logging.getLogger(__name__)
+
+
+def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10) -> list[Any]:
+    """Entities of ``scope`` or its ancestors whose name matches ``term`` (exact, substring,
+    then trigram-fuzzy)."""
+    term = term.strip()[:200]
+    if not term:
+        return []
+    with store.connect() as conn:
+        chain = scope_chain(conn, scope)
+        hits = search.entity_exact(conn, chain, [normalize_name(term)])
+        hits += search.entity_like(conn, chain, [term], limit)
+        hits += search.entity_fuzzy(conn, chain, [term], limit)
+    seen: dict[str, Any] = {}
+    for hit in hits:
+        seen.setdefault(hit.entity.id, hit.entity)
+    return list(seen.values())[:limit]
+
+
+def neighbourhood(store: KnowledgeStore, scope: str, entity_id: str,
+                  limit: int = 30) -> dict[str, Any]:
+    """An entity, its facts (with both endpoint names) and its neighbours ({} if unknown)."""
+    with store.connect() as conn:
+        chain = scope_chain(conn, scope)
+        (entity,) = search.entities_by_ids(conn, chain, [entity_id]) or (None,)
+        if entity is None:
+            return {}
+        facts = [h.fact for h in search.fact_by_endpoints(conn, chain, [entity_id], [], [],
+                                                          limit)]
+        ids = {f.subject_id for f in facts} | {f.object_id for f in facts} | {entity_id}
+        names = {e.id: e for e in search.entities_by_ids(conn, chain, list(ids))}
+    rows = [{"id": f.id, "subject_id": f.subject_id, "object_id": f.object_id,
+             "predicate": f.predicate, "fact": f.fact,
+             "subject": names[f.subject_id].name if f.subject_id in names else "?",
+             "object": names[f.object_id].name if f.object_id in names else "?"}
+            for f in facts]
+    neighbours = [names[i] for i in dict.fromkeys(
+        f.object_id if f.subject_id == entity_id else f.subject_id for f in facts)
+        if i in names and i != entity_id]
+    return {"entity": entity, "facts": rows, "neighbours": neighbours}

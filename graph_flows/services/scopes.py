@@ -1,0 +1,40 @@
+"""Scope use cases: declare a scope's parent, list scopes, every known scope with its chain."""
+
+from __future__ import annotations
+
+import logging
+
+from storage import KnowledgeStore
+from storage import scopes as scope_store
+
+log = logging.getLogger(__name__)
+
+
+def set_parent(store: KnowledgeStore, name: str, parent: str | None) -> list[str]:
+    """Declare ``name`` (a root, or a child of ``parent``); its chain, nearest first.
+    A bad name or a cycle raises :class:`storage.errors.InvalidInputError`."""
+    with store.transaction() as conn:
+        return scope_store.set_parent(conn, name, parent)
+
+
+def list_scopes(store: KnowledgeStore) -> list[tuple[str, str | None]]:
+    """Declared scopes and scopes holding documents, with their parents."""
+    with store.connect() as conn:
+        return scope_store.list_scopes(conn)
+
+
+def scope_chains(store: KnowledgeStore, default: str) -> dict[str, list[str]]:
+    """Every known scope (declared, holding documents or entities, or ``default``), sorted by
+    name, mapped to its chain: the scope, then its ancestors, nearest first."""
+    parents = dict(list_scopes(store))
+    names = sorted({default, *parents, *store.held_scopes()})
+    return {name: chain_of(name, parents) for name in names}
+
+
+def chain_of(scope: str, parents: dict[str, str | None]) -> list[str]:
+    """``scope`` followed by its ancestors in ``parents`` (stops at a repeat or the depth cap)."""
+    chain = [scope]
+    while ((parent := parents.get(chain[-1])) and parent not in chain
+           and len(chain) < scope_store.MAX_DEPTH):
+        chain.append(parent)
+    return chain
