@@ -242,10 +242,10 @@ class KnowledgeStore:
     def reset_embeddings(self, embedding_model: str, embedding_dim: int) -> None:
         """Switch the store to another embedding model: clear vectors, resize columns.
 
-        Callers then re-embed every entity and relation (``krag reembed``).
+        Callers then re-embed every entity, relation and chunk (``krag reembed``).
         """
         with self.transaction() as conn:
-            for table in ("entities", "relations"):
+            for table in vectors.TABLES:
                 conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
                 conn.execute(text(
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({embedding_dim}) "

@@ -23,12 +23,18 @@ def entity_text(name: str, summary: str) -> str:
 def embed_texts(
     embeddings: Embeddings, texts: Sequence[str], batch_size: int
 ) -> list[list[float]]:
-    """``embed_documents`` in batches of ``batch_size`` (order kept)."""
-    out: list[list[float]] = []
+    """``embed_documents`` in batches of ``batch_size``; one vector per text, in order.
+
+    Identical texts are embedded once (facts taken from one sentence often share their
+    text), and texts go to the model shortest first, so each batch pads to similar lengths.
+    """
+    unique = sorted(set(texts), key=lambda t: (len(t), t))
+    found: dict[str, list[float]] = {}
     step = max(1, batch_size)
-    for start in range(0, len(texts), step):
-        out.extend(embeddings.embed_documents(list(texts[start:start + step])))
-    return out
+    for start in range(0, len(unique), step):
+        part = unique[start:start + step]
+        found.update(zip(part, embeddings.embed_documents(part), strict=True))
+    return [found[t] for t in texts]
 
 
 def embed_marked(

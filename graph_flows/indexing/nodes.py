@@ -27,6 +27,7 @@ from graph_flows.indexing.state import IndexingState
 from graph_flows.shared.dates import parse_date
 from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
+from storage.evidence import fill_chunk_embeddings
 from storage.resolution import prefer_longer_summaries
 
 Ctx = Runtime[IndexingContext]
@@ -136,6 +137,7 @@ def validate(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
                                       min_confidence=ctx.min_confidence)
         dropped = Counter(checked.dropped)
         dropped["over_limit"] += result["over_limit"]
+        dropped["malformed"] += result.get("malformed", 0)
         validated.append({
             "chunk_id": result["chunk_id"], "scope": scope_of[result["chunk_id"]],
             "entities": [e.model_dump() for e in checked.entities],
@@ -162,7 +164,7 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
-    chunks completed; fail the chunks whose extraction failed.
+    chunks completed; fail the chunks whose extraction failed; embed the batch's chunks.
 
     The vectors stay local to this step (the checkpointed state carries ids and texts only).
     """
@@ -180,6 +182,12 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
                           [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
                           completed=outcomes)
     failures = _fail_chunks(res.store, state["batch"], state["extractions"])
+    # The batch's passages as retrievable evidence: only chunks still lacking a vector, so a
+    # rerun does nothing and `krag reembed` repairs a run that died right here.
+    with res.store.transaction() as conn:
+        fill_chunk_embeddings(conn, res.embeddings.embed_documents,
+                              chunk_ids=[c["id"] for c in state["batch"]],
+                              batch=ctx.embed_batch_size)
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
         dropped.update(outcome.dropped)

@@ -24,7 +24,12 @@ class QueryContext:
     recipe: str = field(default="split", metadata={
         "description": "Ranking recipe: 'split' (LIKE/trigram share + vector fallback) or "
                        "'rrf' (LIKE, trigram, summary and vector fused by Reciprocal Rank "
-                       "Fusion, near-duplicate facts dropped by MMR)."})
+                       "Fusion, near-duplicate facts dropped by MMR) or 'ppr' (passages "
+                       "and facts linked to the question by embedding, ranked by "
+                       "personalized PageRank over entities and passages; needs chunk "
+                       "embeddings)."})
+    passage_tokens: int = field(default=1500, metadata={
+        "description": "Token budget of the <passages> section (recipe 'ppr')."})
     max_hops: int = field(default=2, metadata={
         "description": "Graph expansion: facts up to this many hops (1-3) from the entities "
                        "the question names join the ranking (a bounded recursive CTE); 1 = "

@@ -43,6 +43,7 @@ def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
               (0.0 <= ctx.fallback_ratio <= 1.0, "fallback_ratio must be 0..1"),
               (0.0 <= ctx.trigram_threshold <= 1.0, "trigram_threshold must be 0..1"),
               (1 <= ctx.max_diagram_nodes <= 200, "max_diagram_nodes must be 1..200"),
+              (1 <= ctx.passage_tokens <= 20000, "passage_tokens must be 1..20000"),
               (isinstance(ctx.max_hops, int) and 1 <= ctx.max_hops <= 3,
                f"max_hops must be 1..3 (got {ctx.max_hops!r})"),
               (ctx.recipe in retrieval.RECIPES,
@@ -117,25 +118,35 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
     deadline = state.get("deadline")
     found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,
                                lambda: res.embeddings.embed_query(state["query"]),
-                               deadline=deadline, as_of=_as_of(state.get("as_of")))
+                               deadline=deadline, as_of=_as_of(state.get("as_of")),
+                               question=state["query"])
     errors = [f"search method {name} failed and was skipped: {msg}"
               for name, msg in found.metrics["errors"].items()]
+    errors += found.metrics.get("notices", [])
     if found.metrics.get("skipped"):
         errors.append(f"the {res.settings.request_timeout_s:g} s request budget was spent; "
                       f"skipped search methods: {', '.join(found.metrics['skipped'])}")
-    return {"entities": found.entities, "facts": found.facts,
-            "search_metrics": found.metrics, "errors": errors}
+    out = {"entities": found.entities, "facts": found.facts,
+           "search_metrics": found.metrics, "errors": errors}
+    if found.passages:  # recipe "ppr" only: the other recipes' output stays as it was
+        out["passages"] = found.passages
+    return out
 
 
 def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
-    """<definitions>, numbered <facts> and the Mermaid diagram."""
+    """<definitions>, numbered <facts>, numbered <passages> (when the recipe ranked
+    passages) and the Mermaid diagram."""
     ctx = _ctx(runtime)
     facts = [dict(f) for f in state.get("facts", [])]
     sections.label_facts(facts)
     entities = state.get("entities", [])
-    return {"facts": facts, "definitions": sections.definitions_text(entities),
-            "facts_text": sections.facts_text(facts),
-            "mermaid": build_mermaid(entities, facts, ctx.max_diagram_nodes)}
+    out = {"facts": facts, "definitions": sections.definitions_text(entities),
+           "facts_text": sections.facts_text(facts),
+           "mermaid": build_mermaid(entities, facts, ctx.max_diagram_nodes)}
+    if state.get("passages"):
+        passages = sections.fit_passages(state["passages"], ctx.passage_tokens)
+        out |= {"passages": passages, "passages_text": sections.passages_text(passages)}
+    return out
 
 
 def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:

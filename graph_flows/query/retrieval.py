@@ -15,6 +15,11 @@ fused by Reciprocal Rank Fusion (k = 60); facts from LIKE, endpoint-trigram, vec
 graph-distance list (facts within ``max_hops`` of the seeds, nearest first) fused the same
 way, then MMR (lambda 0.7) drops near-duplicate facts. Every row in either recipe carries an
 ``agreement`` label (scoring.agreement).
+
+Recipe ``"ppr"`` (graph_flows.query.evidence): the split recipe's candidates, then the question
+linked to facts and passages, personalized PageRank over the entity–passage graph; the
+result gains ``passages``. A scope without chunk embeddings degrades to ``split`` with a
+notice (``krag reembed`` fills them).
 """
 
 from __future__ import annotations
@@ -23,19 +28,21 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
-from graph_flows.query import scoring
+from graph_flows.query import evidence, scoring
+from storage import evidence as evidence_sql
 from storage import multihop, scopes, search
 
 log = logging.getLogger(__name__)
 
 # Two workers: the machine class we target has 2 cores; more threads only queue (measured).
 _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
-RECIPES = ("split", "rrf")
+RECIPES = ("split", "rrf", "ppr")
 RRF_K = 60
 MMR_LAMBDA = 0.7
 SEEDS = 5  # entities the graph walk starts from
@@ -58,6 +65,7 @@ class Retrieved:
     entities: list[dict[str, Any]] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    passages: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Metrics:
@@ -105,10 +113,11 @@ def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
 def retrieve(
     engine: Any, scope: str, terms: Sequence[str], predicates: Sequence[str],
     cfg: SearchConfig, embed_query: Callable[[], list[float]], *,
-    deadline: float | None = None, as_of: Any = None,
+    deadline: float | None = None, as_of: Any = None, question: str | None = None,
 ) -> Retrieved:
     """All retrieval for one query. ``embed_query`` is only called when a fallback runs.
-    Facts are those valid at ``as_of`` (default: now).
+    Facts are those valid at ``as_of`` (default: now). ``question`` (the whole question,
+    default: the terms) is what the ``ppr`` recipe matches passages and facts against.
 
     ``deadline`` (``time.time()``): methods not started by then are skipped and listed in
     ``metrics["skipped"]`` (each statement is bounded by the engine's statement_timeout).
@@ -119,6 +128,9 @@ def retrieve(
         raise ValueError(f"max_hops must be 1..{multihop.MAX_HOPS} (got {cfg.max_hops})")
     t0 = time.perf_counter()
     m = _Metrics(deadline)
+    if cfg.recipe == "ppr":
+        return _retrieve_ppr(engine, m, t0, scope, terms, predicates, cfg, embed_query, as_of,
+                             question or " ".join(terms))
     if cfg.recipe == "rrf":
         return _retrieve_rrf(engine, m, t0, scope, terms, predicates, cfg, embed_query, as_of)
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
@@ -392,3 +404,48 @@ def _retrieve_rrf(
         rrf={"k": RRF_K, "mmr_lambda": MMR_LAMBDA},
         total_ms=round((time.perf_counter() - t0) * 1000, 2))
     return result
+
+
+# -- recipe "ppr" ------------------------------------------------------------------------------
+NO_CHUNK_VECTORS = ("recipe 'ppr' needs chunk embeddings, which this store has none of yet; "
+                    "answered with the 'split' recipe (run `krag reembed` to add them)")
+
+
+def _retrieve_ppr(
+    engine: Any, m: _Metrics, t0: float, scope: str, terms: Sequence[str],
+    predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
+    as_of: Any, question: str,
+) -> Retrieved:
+    """The split recipe's candidates, then graph_flows.query.evidence ranks by PageRank."""
+    chain = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    embedded = m.run(engine, "chunk_vectors",
+                     lambda conn: [evidence_sql.has_chunk_embeddings(conn, chain)])
+    cache: list[list[float]] = []
+
+    def once() -> list[float]:
+        if not cache:
+            cache.append(embed_query())
+        return cache[0]
+
+    base = retrieve(engine, scope, terms, predicates, replace(cfg, recipe="split"), once,
+                    deadline=m.deadline, as_of=as_of)
+    if not any(embedded):
+        _merge_metrics(base.metrics, m)
+        base.metrics.update(recipe="split", requested_recipe="ppr", notices=[NO_CHUNK_VECTORS])
+        return base
+    vector = _embed(m, once)
+    passages, entities, facts, info = evidence.ranked(
+        partial(m.run, engine), partial(_POOL.submit, m.run, engine), chain, question, vector,
+        base.entities, base.facts,
+        entity_limit=cfg.entity_limit, fact_limit=cfg.fact_limit, as_of=as_of)
+    _merge_metrics(base.metrics, m)
+    base.metrics.update(recipe="ppr", candidates="split", ppr=info,
+                        total_ms=round((time.perf_counter() - t0) * 1000, 2))
+    return Retrieved(entities, facts, base.metrics, passages)
+
+
+def _merge_metrics(metrics: dict[str, Any], m: _Metrics) -> None:
+    """Add ``m``'s per-method results, timings, errors and skips to ``metrics``."""
+    for key in ("results", "ms", "errors"):
+        metrics[key].update(getattr(m, key))
+    metrics["skipped"] += m.skipped

@@ -1,4 +1,4 @@
-"""The <definitions> and <facts> sections given to the answer model."""
+"""The <definitions>, <facts> and <passages> sections given to the answer model."""
 
 from __future__ import annotations
 
@@ -54,3 +54,33 @@ def facts_text(facts: Sequence[dict[str, Any]]) -> str:
         f"[{f['label']}] {_clip(f['fact'], 500)} "
         f"({_clip(f['subject'], 80)} -{f['predicate']}-> {_clip(f['object'], 80)}){_dates(f)}"
         for f in facts)
+
+
+# A rough token count (about four characters per English token) for the passage budget.
+CHARS_PER_TOKEN = 4
+
+
+def fit_passages(passages: Sequence[dict[str, Any]], budget_tokens: int
+                 ) -> list[dict[str, Any]]:
+    """The best passages whose text fits ``budget_tokens`` together (the first one always,
+    clipped to the budget), labelled P1..Pn in rank order."""
+    out: list[dict[str, Any]] = []
+    left = max(budget_tokens, 1) * CHARS_PER_TOKEN
+    for p in passages:
+        size = len(p.get("text", ""))
+        if out and size > left:
+            break
+        row = dict(p, label=f"P{len(out) + 1}")
+        if size > left:
+            row["text"] = _clip(row["text"], left)
+        out.append(row)
+        left -= min(size, left)
+    return out
+
+
+def passages_text(passages: Sequence[dict[str, Any]]) -> str:
+    """``[P1] (Title, uri) passage text`` per passage."""
+    return "\n".join(
+        f"[{p['label']}] ({_clip(p.get('title') or p.get('uri', ''), 120)}, "
+        f"{_clip(p.get('uri', ''), 200)}) {' '.join(str(p.get('text', '')).split())}"
+        for p in passages)

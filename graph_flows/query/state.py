@@ -33,6 +33,11 @@ class QueryState(QueryInput, total=False):
     """Retrieved facts, most relevant first, each labelled F1..Fn, with both endpoints."""
     search_metrics: dict[str, Any]
     """Results and milliseconds per method, fallback flags, total milliseconds, errors."""
+    passages: list[dict[str, Any]]
+    """Recipe 'ppr' only: ranked chunks (id, text, uri, title, source, score, methods),
+    labelled P1..Pn in build_context."""
+    passages_text: str
+    """The <passages> section (recipe 'ppr' only)."""
     definitions: str
     """The <definitions> section given to the answer model."""
     facts_text: str
@@ -65,6 +70,8 @@ class QueryOutput(TypedDict, total=False):
     mermaid: str
     definitions: str
     facts_text: str
+    passages: list[dict[str, Any]]
+    passages_text: str
     analysis: dict[str, Any]
     search_metrics: dict[str, Any]
     errors: list[str]

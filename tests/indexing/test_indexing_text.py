@@ -20,8 +20,11 @@ from graph_flows.indexing.documents.loaders import (
     load_path,
     load_text,
 )
-from graph_flows.indexing.extraction.rules import extract_rules, sentence_year
+from graph_flows.indexing.extraction import ner, rules
+from graph_flows.indexing.extraction.rules import extract_rules, extract_rules_batch, sentence_year
 from graph_flows.indexing.extraction.schema import (
+    CAP_ENTITIES,
+    CAP_RELATIONS,
     MAX_ENTITIES,
     MAX_RELATIONS,
     ExtractedEntity,
@@ -523,9 +526,10 @@ def test_schema_is_permissive_and_states_limits() -> None:
     relation = ExtractedRelation.model_validate(
         {"subject": "a", "predicate": "uses", "object": "b", "fact": None, "valid_at": 1843})
     assert relation.fact == "" and relation.valid_at == "1843"
-    big = Extraction(entities=[ExtractedEntity(name=f"E{i}", type="concept") for i in range(25)],
+    big = Extraction(entities=[ExtractedEntity(name=f"E{i}", type="concept")
+                               for i in range(CAP_ENTITIES + 5)],
                      relations=None)  # type: ignore[arg-type]
-    assert len(big.entities) == MAX_ENTITIES and big.over_limit == 5 and big.relations == []
+    assert len(big.entities) == CAP_ENTITIES and big.over_limit == 5 and big.relations == []
 
 
 def _entity(name: str, confidence: float = 0.9, type_: str = "concept",
@@ -581,19 +585,20 @@ def test_validate_counts_every_drop_reason() -> None:
 
 
 def test_validate_limits_threshold_and_dates() -> None:
-    entities = [_entity(f"Entity {i}") for i in range(MAX_ENTITIES + 3)]
+    entities = [_entity(f"Entity {i}") for i in range(CAP_ENTITIES + 3)]
     ex = Extraction(entities=entities)
     assert ex.over_limit == 3
     result = validate_extraction(ex)
-    assert len(result.entities) == MAX_ENTITIES and result.dropped == {"over_limit": 3}
+    assert len(result.entities) == CAP_ENTITIES and result.dropped == {"over_limit": 3}
     names = [f"N{i}" for i in range(12)]
     relations = [_relation(a, b, valid_at="2024-03-05T10:00:00Z")
-                 for a in names for b in names if a != b][: MAX_RELATIONS + 4]
+                 for a in names for b in names if a != b][: CAP_RELATIONS + 4]
     ex = Extraction(entities=[_entity(n) for n in names], relations=relations)
     result = validate_extraction(ex, min_confidence=0.95)
-    assert result.entities == [] and result.dropped == {"over_limit": 4, "low_confidence": 42}
+    assert result.entities == [] and result.dropped == {
+        "over_limit": 4, "low_confidence": len(names) + CAP_RELATIONS}
     result = validate_extraction(ex)
-    assert len(result.relations) == MAX_RELATIONS
+    assert len(result.relations) == CAP_RELATIONS
     assert result.relations[0].valid_at == "2024-03-05T10:00:00+00:00"
 
 
@@ -613,6 +618,13 @@ Ignored Code uses Nothing
 """
 
 
+@pytest.fixture
+def rules_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extractor as it runs without spaCy: capitalised-phrase rules alone."""
+    monkeypatch.setattr(rules, "load_nlp", lambda: None)
+
+
+@pytest.mark.usefixtures("rules_only")
 def test_rule_extractor_on_a_fixed_text() -> None:
     ex = extract_rules(STORY)
     assert [(e.name, e.type) for e in ex.entities] == [
@@ -649,6 +661,7 @@ def test_rule_extractor_on_a_fixed_text() -> None:
     assert extract_rules(STORY) == ex
 
 
+@pytest.mark.usefixtures("rules_only")
 def test_rule_extractor_output_through_validation() -> None:
     ex = extract_rules(STORY)
     strict = validate_extraction(ex)
@@ -658,7 +671,12 @@ def test_rule_extractor_output_through_validation() -> None:
     assert len(loose.relations) == len(ex.relations) and loose.dropped == {}
 
 
-def test_rule_extractor_dates_and_single_valued_attributes() -> None:
+@pytest.mark.parametrize("with_spacy", [True, False], ids=["spacy", "rules-only"])
+def test_rule_extractor_dates_and_single_valued_attributes(
+    with_spacy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not with_spacy:
+        monkeypatch.setattr(rules, "load_nlp", lambda: None)
     got = {(r.subject, r.object): (r.predicate, r.valid_at, r.attribute)
            for t in ("Acme Corp is headquartered in Paris.",
                      "Since 2021 Acme Corp is headquartered in Lyon.",
@@ -675,10 +693,11 @@ def test_rule_extractor_dates_and_single_valued_attributes() -> None:
     assert sentence_year("Built in 1996 and rebuilt in 2004.") is None  # which one?
     assert sentence_year("No date here, only 1996 as a number.") is None
     checked = validate_extraction(extract_rules("Since 2021 Acme Corp is headquartered in Lyon."))
-    assert [(r.attribute, r.valid_at) for r in checked.relations] == [  # a year: its first day
+    assert [(r.attribute, r.valid_at) for r in checked.relations if r.attribute] == [  # 1st day
         ("headquarters", "2021-01-01T00:00:00+00:00")]
 
 
+@pytest.mark.usefixtures("rules_only")
 def test_rule_extractor_edge_cases() -> None:
     assert extract_rules("") == Extraction()
     assert extract_rules("The cat sat. However, it left.").entities == []
@@ -688,3 +707,56 @@ def test_rule_extractor_edge_cases() -> None:
     assert all(r.predicate == "uses" for r in ex.relations)
     shout = extract_rules("WARNING THIS IS NOT A DRILL FOR NASA STAFF.")
     assert shout.entities == []
+
+
+# --- with spaCy: named entities, sentence evidence, fallback ---------------------------------
+
+PROSE = (
+    "Margarethe Vollmer studied chemistry at the University of Leipzig before she moved to "
+    "Rotterdam. She founded Vollmer Dyes, a company based in Rotterdam, in 1911. "
+    "The firm exported pigments to Brazil and Argentina."
+)
+
+
+def test_spacy_types_people_organisations_and_places() -> None:
+    types = {e.name: e.type for e in extract_rules(PROSE).entities}
+    assert types["Margarethe Vollmer"] == "person"
+    assert types["University of Leipzig"] == "organization"
+    assert types["Brazil"] == types["Argentina"] == types["Rotterdam"] == "location"
+
+
+def test_spacy_sentence_evidence_with_verb_and_coreference() -> None:
+    ex = extract_rules(PROSE)
+    by_pair = {frozenset((r.subject, r.object)): r for r in ex.relations}
+    studied = by_pair[frozenset(("Margarethe Vollmer", "University of Leipzig"))]
+    assert studied.subject == "Margarethe Vollmer" and studied.confidence == 0.6
+    assert studied.fact.startswith("Margarethe Vollmer studied chemistry")
+    listed = by_pair[frozenset(("Brazil", "Argentina"))]  # no verb between them
+    assert listed.predicate == "relates_to" and listed.fact.startswith("The firm exported")
+    assert by_pair[frozenset(("Vollmer Dyes", "1911"))].confidence < 0.6  # org and date
+    topic = by_pair[frozenset(("Margarethe Vollmer", "Brazil"))]  # the text's first subject
+    assert topic.predicate == "relates_to" and topic.fact.startswith("The firm exported")
+    founded = by_pair[frozenset(("Margarethe Vollmer", "Vollmer Dyes"))]  # "She" -> Vollmer
+    assert founded.fact.startswith("She founded Vollmer Dyes")
+    kept = validate_extraction(ex)  # verb evidence survives the default 0.6 threshold
+    assert frozenset(("Margarethe Vollmer", "Vollmer Dyes")) in {
+        frozenset((r.subject, r.object)) for r in kept.relations}
+    assert extract_rules_batch([PROSE, STORY]) == [ex, extract_rules(STORY)]
+
+
+def test_without_spacy_model_the_rules_take_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    import spacy
+
+    def missing(*_: object, **__: object) -> None:
+        raise OSError("[E050] Can't find model")
+
+    ner.load_nlp.cache_clear()
+    monkeypatch.setattr(spacy, "load", missing)
+    try:
+        assert ner.load_nlp() is None
+        ex = extract_rules("Dr. Grace Hopper developed COBOL at Remington Rand Inc in 1959.")
+        assert {(e.name, e.type) for e in ex.entities} >= {
+            ("Grace Hopper", "person"), ("Remington Rand Inc", "organization")}
+    finally:
+        ner.load_nlp.cache_clear()
+

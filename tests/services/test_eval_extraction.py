@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_flows.indexing.extraction import rules
 from graph_flows.indexing.extraction.schema import ExtractedEntity, ExtractedRelation, Extraction
 from graph_flows.services.evaluation.data import read_redocred
 from graph_flows.services.evaluation.extraction import evaluate
@@ -52,7 +53,8 @@ def dataset(tmp_path: Path) -> Path:
     return path
 
 
-def test_scores_of_the_rule_extractor(dataset: Path) -> None:
+def test_scores_of_the_rule_extractor(dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rules, "load_nlp", lambda: None)  # the rules alone, without spaCy
     report = evaluate(read_redocred(dataset)).as_dict()
     assert report["documents"] == 2
     assert report["entities"] == {"tp": 4, "predicted": 4, "gold": 6, "P": 1.0,
@@ -105,6 +107,8 @@ def test_cli_prints_a_table_and_one_json_object(
     assert code == 0 and set(report) >= {"entities", "named_entities", "type_accuracy",
                                          "pairs", "typed"}
     assert set(report["typed"]) >= {"P", "R", "F1"}
+    rules_only = report["baselines"]["rules_only"]  # the fallback, scored in the same run
+    assert set(rules_only) >= {"entities", "named_entities", "type_accuracy", "pairs", "typed"}
     code, out, _ = run_cli(capsys, "eval", "extraction", "--redocred", str(dataset),
                            "--chunk-size", "0")
     assert code == 0 and "named_entities" in out and "type accuracy" in out

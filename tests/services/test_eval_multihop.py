@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from graph_flows.services.evaluation.data import EvalInputError
-from graph_flows.services.evaluation.multihop import graph_passages, parse_extraction
+from graph_flows.services.evaluation.multihop import (
+    graph_passages,
+    parse_extraction,
+    parse_recipe,
+)
 from ui.cli.app import main
 
 PASSAGES = [
@@ -96,6 +100,12 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     code, out, _ = run_cli(capsys, *args[:-1])
     assert code == 0 and "Passage retrieval" in out and "bm25 (baseline)" in out
 
+    code, out, err = run_cli(capsys, *args, "--recipe", "ppr")  # embeds the chunks first
+    ppr = json.loads(out)
+    assert code == 0, err
+    assert ppr["recipe"] == "ppr" and ppr["scope"] == report["scope"]
+    assert ppr["krag"]["R@10"] == 1.0  # ranked passages come first; 5 passages in all
+
 
 def test_bad_input_is_one_line_with_file_line_and_field(
         env: None, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -124,8 +134,7 @@ def test_extraction_modes(tmp_path: Path) -> None:
         parse_extraction(f"replay:{tmp_path / 'nope.jsonl'}")
     recording = tmp_path / "openie.jsonl"
     recording.write_text("{}\n", encoding="utf-8")
-    with pytest.raises(EvalInputError, match="replay extraction is not available yet"):
-        parse_extraction(f"replay:{recording}")
+    assert parse_extraction(f"replay:{recording}") == f"replay:{recording}"
     with pytest.raises(EvalInputError, match="must be 'rules' or 'replay:FILE'"):
         parse_extraction("llm")
 
@@ -134,3 +143,20 @@ def test_graph_passages_ranks_facts_then_entities_without_repeats() -> None:
     result = {"facts": [{"sources": [{"uri": "b"}, {"uri": "a"}]}, {"sources": [{"uri": "b"}]}],
               "entities": [{"id": "e1"}, {"id": "e2"}]}
     assert graph_passages(result, {"e1": ["c", "a"], "e2": ["d"]}) == ["b", "a", "c", "d"]
+
+
+def test_graph_passages_put_ranked_passages_first() -> None:
+    result = {"passages": [{"uri": "c"}, {"uri": "b"}],
+              "facts": [{"sources": [{"uri": "b"}, {"uri": "a"}]}]}
+    assert graph_passages(result, {}) == ["c", "b", "a"]
+
+
+def test_recipe_option(env: None, files: tuple[Path, Path],
+                       capsys: pytest.CaptureFixture[str]) -> None:
+    assert parse_recipe(None) is None and parse_recipe("ppr") == "ppr"
+    corpus, questions = files
+    code, _, err = run_cli(capsys, "eval", "multihop", "--corpus", str(corpus),
+                           "--questions", str(questions), "--recipe", "magic")
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "error: --recipe must be one of split, rrf, ppr, got 'magic'"]

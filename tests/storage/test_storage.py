@@ -39,7 +39,7 @@ def test_schema_creation_is_idempotent(empty_db_url: str) -> None:
         s = KnowledgeStore.open(empty_db_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
         info = s.server_info()
         s.close()
-    assert info.schema_revision == "0005"
+    assert info.schema_revision == "0006"
     assert set(info.extensions) == {"vector", "pg_trgm"}
     assert info.embedding_dim == TEST_DIM and info.embedding_model == TEST_MODEL
     assert info.version.startswith(("14", "15", "16", "17", "18"))

@@ -35,7 +35,7 @@ def test_doctor_reports_database_and_no_llm_mode(db_url: str, tmp_path: Path) ->
     report = json.loads(r.stdout)
     assert report["database"]["reachable"] is True
     assert report["database"]["extensions"].keys() == {"vector", "pg_trgm"}
-    assert report["database"]["schema_revision"] == "0005"
+    assert report["database"]["schema_revision"] == "0006"
     assert report["providers"]["chat"]["ok"] is False
     assert report["providers"]["embeddings"]["ok"] is True
     assert report["mode"].startswith("no-LLM mode")

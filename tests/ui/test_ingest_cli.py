@@ -261,8 +261,10 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
     assert query(db_url, "SELECT count(*) FROM entities WHERE vector_dims(embedding) = 16")[0][0] \
         == row["entities"]
     assert query(db_url, "SELECT count(*) FROM relations WHERE embedding IS NULL")[0][0] == 0
+    assert query(db_url, "SELECT count(*) FROM chunks WHERE vector_dims(embedding) = 16")[0][0] \
+        == query(db_url, "SELECT count(*) FROM chunks")[0][0] > 0
     assert query(db_url, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%hnsw'")[0][0] \
-        == 2
+        == 3
 
     store = KnowledgeStore.open(db_url, embedding_model="openai:test-embed", embedding_dim=16)
     try:

@@ -176,6 +176,7 @@ def reembed(console: Console, *, batch_size: int) -> dict[str, int]:
         done = sources.reembed(
             settings, batch_size=batch_size, on_plan=announce,
             on_progress=lambda n, total: bar.update(task, completed=n, total=total))
-    console.print(f"Re-embedded {done['entities']} entities and {done['relations']} relations "
-                  f"with {settings.embedding_model}.", markup=False)
+    console.print(f"Re-embedded {done['entities']} entities, {done['relations']} relations "
+                  f"and {done.get('chunks', 0)} chunks with {settings.embedding_model}.",
+                  markup=False)
     return done

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 PROMPT_TAGS: tuple[str, ...] = ("document", "instructions", "schema", "examples")
 
@@ -151,8 +152,12 @@ def normalize_for_matching(text: str) -> str:
     return re.sub(r"[ \t\r\f\v]+", " ", text)
 
 
+@lru_cache(maxsize=65536)
 def looks_like_injection(text: str) -> bool:
-    """True when ``text`` contains an instruction aimed at the model (see the module docs)."""
+    """True when ``text`` contains an instruction aimed at the model (see the module docs).
+
+    A pure function of the text, memoised: evidence facts repeat their sentence once per
+    entity pair, and profiling an ingest found this check at 93 % of validation time."""
     if not text:
         return False
     if any(pattern.search(variant) for variant in matching_variants(text)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import ValidationError
 
-from graph_flows.indexing.extraction.rules import extract_rules
+from graph_flows.indexing.extraction.rules import extract_rules, extract_rules_batch
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import sanitize_for_prompt
 from prompts import load_prompt, render, split_roles
@@ -71,6 +71,7 @@ class ChunkResult:
     input_tokens: int = 0
     output_tokens: int = 0
     over_limit: int = 0
+    malformed: int = 0
 
 
 # -- parsing --------------------------------------------------------------------------------
@@ -152,7 +153,10 @@ def extract_with_llm(runnable: Runnable, chunk: dict[str, Any]) -> ChunkResult:
         try:
             out = runnable.invoke(messages)
         except Exception as exc:  # noqa: BLE001 - any client failure fails this chunk only
-            log.warning("LLM call failed on chunk %s", chunk["id"], exc_info=exc)
+            # An HTTP error status carries its reason in the message; anything else keeps
+            # its traceback in the log.
+            log.warning("LLM call failed on chunk %s: %s", chunk["id"], describe_error(exc),
+                        exc_info=None if getattr(exc, "status_code", None) else exc)
             result.error = f"LLM call failed: {describe_error(exc)}"
             return result
         raw: AIMessage = out["raw"]
@@ -170,6 +174,7 @@ def extract_with_llm(runnable: Runnable, chunk: dict[str, Any]) -> ChunkResult:
             continue
         result.extraction = extraction.model_dump()
         result.over_limit = extraction.over_limit
+        result.malformed = extraction.malformed
         return result
     return result  # pragma: no cover - the loop always returns
 
@@ -189,7 +194,14 @@ def extract_batch(
 ) -> list[dict[str, Any]]:
     """Extract every chunk of a batch (order kept); ``model=None`` uses the rule extractor."""
     if model is None:
-        return [asdict(extract_with_rules(c)) for c in chunks]
+        try:  # one spaCy pass over the batch; a failure retries chunk by chunk
+            batch = extract_rules_batch([c["text"] for c in chunks])
+        except Exception:  # noqa: BLE001 - the per-chunk path reports the failing chunk
+            log.warning("batched rule extraction failed; extracting chunk by chunk",
+                        exc_info=True)
+            return [asdict(extract_with_rules(c)) for c in chunks]
+        return [asdict(ChunkResult(c["id"], ex.model_dump(), over_limit=ex.over_limit))
+                for c, ex in zip(chunks, batch, strict=True)]
     runnable = structured(model)
     workers = max(1, min(concurrency, len(chunks)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract") as pool:

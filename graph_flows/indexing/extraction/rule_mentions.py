@@ -191,6 +191,18 @@ def _mention(sentence: str, run: list[_Token], known: set[str], titled: bool) ->
     return Mention(sentence[start:end], start, end, rtype, confidence)
 
 
+def cue_type(words: list[str], before: str = "") -> str | None:
+    """organization for a name with an organisation word ("Calgary City Council"), location
+    after "born/based/moved in/to" (``before``: the sentence up to the name) or for a
+    multi-word name ending with a place word ("Sacramento Valley"), else None."""
+    if any(w in lex.ORG_WORDS for w in words):
+        return "organization"
+    if re.search(lex.LOCATION_CUE, before, re.IGNORECASE) or (
+            len(words) > 1 and words[-1] in lex.LOCATION_WORDS):
+        return "location"
+    return None
+
+
 def guess_type(
     sentence: str, words: list[str], start: int, end: int, titled: bool = False
 ) -> tuple[str, float]:

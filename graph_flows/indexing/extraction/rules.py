@@ -1,57 +1,70 @@
 """Rule-based extraction (no LLM): deterministic, explainable, and deliberately modest.
 
+With spaCy and its English model installed (:mod:`ner`), named entities come from its NER
+and every sentence also yields evidence facts (:mod:`evidence`); without them the rules below
+work alone (one notice in the log).
+
 Entities:
 
 * Markdown headings -> ``section`` entities (confidence 0.9).
-* Capitalised word runs ("Ada Lovelace", "University of Cambridge", lowercase connectors such
-  as "of"/"van" allowed inside), acronyms ("NASA", "GPU") and technical tokens (CamelCase
-  "PostgreSQL", snake_case "pg_trgm", letters with digits "GPT-4", dotted "Node.js", "C++"),
-  a short version number after them included ("PostgreSQL 18"). A stopword never stands alone
-  ("The", "However", months, days) and is trimmed from the ends of a run; a single capitalised
-  word at the start of a sentence is kept only if the text also capitalises it mid-sentence.
-  Runs of more than five words (Title Case headlines) are ignored.
-* Type guesses, first match wins: title ("Dr.", "Prof.") -> person; organisation word
-  ("Inc", "University", "Institute" ...) or known organisation acronym -> organization;
-  "located/based/born in X" or a place word ("River", "City" ...) -> location; technical
-  token, technology head word ("Engine", "Database" ...), known technology name or acronym
-  -> technology; common first name or "X said/wrote/was born" -> person; else concept.
+* spaCy named entities, typed by :data:`ner.LABEL_TYPES` (PERSON -> person, ORG ->
+  organization, GPE/LOC/FAC -> location, dates with a number -> concept ...), confidence 0.75.
+* Where NER found nothing: capitalised word runs ("University of Cambridge", lowercase
+  connectors such as "of"/"van" allowed inside), acronyms ("NASA") and technical tokens
+  (CamelCase "PostgreSQL", snake_case "pg_trgm", "GPT-4", "Node.js", "C++"), a short version
+  number after them included ("PostgreSQL 18"). A stopword never stands alone and is trimmed
+  from the ends of a run; a single capitalised word at the start of a sentence is kept only if
+  the text also capitalises it mid-sentence. Runs of more than five words are ignored.
+  Type guesses from cue words (:mod:`rule_mentions`, :mod:`rule_lexicon`): title ("Dr.") ->
+  person, organisation word ("Inc", "University") -> organization, "born/based in X" or a
+  place word ("River") -> location, technical token -> technology, else concept.
 * Description: the first sentence that mentions the entity, trimmed to 300 characters.
 
-Relations (one sentence at a time, between neighbouring mentions):
+Relations (one sentence at a time):
 
-* A verb phrase alone between two mentions (:data:`rule_lexicon.VERB_PATTERNS`: "uses",
-  "is part of", "contains", "is defined as", "works at", "founded", "is located in", passive
-  "was founded by" with subject and object swapped ...) -> that type, confidence 0.7-0.8.
-  For uses/contains/part_of/defines a lowercase noun phrase after the verb is accepted as the
-  object ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
-* One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "X is
-  headquartered in Y" (headquarters), "X was acquired by Y" (owner), "led by" (leader),
-  "maintained by", "released under" (license) -> relates_to with that ``attribute``, so a
-  newer statement supersedes an older one (storage.supersede).
-* Date: when the sentence names exactly one year ("in 1996", "since March 2021") a verb
-  relation gets it as ``valid_at``; several different years -> no date.
+* A verb phrase alone between two neighbouring mentions (:data:`rule_lexicon.VERB_PATTERNS`:
+  "uses", "is part of", "contains", "is defined as", "founded", passive "was founded by" with
+  subject and object swapped ...) -> that type, confidence 0.7-0.8; for uses/contains/
+  part_of/defines a lowercase noun phrase after the verb is accepted as the object
+  ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
+* One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "headquartered
+  in", "acquired by", "led by", "maintained by", "released under" -> relates_to with that
+  ``attribute``, so a newer statement supersedes an older one (storage.supersede).
+* Date: when the sentence names exactly one year ("in 1996") a verb relation gets it as
+  ``valid_at``; several different years -> no date.
+* With spaCy, every other pair of mentions of the sentence -> an evidence fact
+  (:mod:`evidence`) whose predicate is the connecting verb phrase of the parse, or
+  ``relates_to`` without one, at confidence 0.6, or 0.45 when the kinds of its ends rarely
+  relate (two dates, a date and a place ...); a sentence-initial He/She/It/They stands for
+  the previous sentence's subject, and the text's first subject is paired with later
+  sentences' mentions. Without spaCy, neighbouring mentions -> ``mentions`` at 0.3, at most
+  three per sentence.
 * Fact: the sentence (a 300-character window around the two mentions when longer).
-* Other neighbouring mentions of a sentence -> ``mentions`` at confidence 0.3, at most three
-  per sentence. 0.3 is below the default validation threshold (0.6): these co-occurrence
-  links are kept only when ``min_confidence`` is lowered to 0.3 or less.
 
-Limits: no coreference ("she", "it"), no relations across sentences, no lowercase subjects,
-no negation handling ("X does not use Y" gives nothing only because "does not" breaks the
-pattern), English only; names are matched by spelling. Output respects MAX_ENTITIES and
-MAX_RELATIONS: section entities and relation endpoints are kept first.
+Limits: no negation handling in the patterns, no relations across sentences, English only.
+Output respects MAX_ENTITIES and MAX_RELATIONS: sections and endpoints of pattern and verb
+relations are kept first.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from graph_flows.indexing.documents.chunking import HEADING, lines_with_fences, split_sentences
 from graph_flows.indexing.extraction import rule_lexicon as lex
-from graph_flows.indexing.extraction.rule_mentions import Mention, capitalised_words, find_mentions
+from graph_flows.indexing.extraction.evidence import evidence_with_coreference
+from graph_flows.indexing.extraction.ner import load_nlp, named_mentions, pipe
+from graph_flows.indexing.extraction.rule_mentions import (
+    Mention,
+    capitalised_words,
+    cue_type,
+    find_mentions,
+)
+from graph_flows.indexing.extraction.rule_output import limited
 from graph_flows.indexing.extraction.schema import (
-    MAX_ENTITIES,
-    MAX_RELATIONS,
     ExtractedEntity,
     ExtractedRelation,
     Extraction,
@@ -89,19 +102,59 @@ class _Found:
     cooccurrences: list[ExtractedRelation]
 
 
-def extract_rules(text: str) -> Extraction:
-    """Entities and relations found in ``text`` by the rules in the module docstring."""
+def extract_rules(text: str, *, use_ner: bool = True) -> Extraction:
+    """Entities and relations found in ``text`` by the rules in the module docstring
+    (``use_ner=False``: the capitalised-phrase rules alone, as without spaCy)."""
+    return extract_rules_batch([text], use_ner=use_ner)[0]
+
+
+def extract_rules_only(text: str) -> Extraction:
+    """:func:`extract_rules` without spaCy: the fallback, measured as the baseline."""
+    return extract_rules(text, use_ner=False)
+
+
+def extract_rules_batch(texts: Sequence[str], *, use_ner: bool = True) -> list[Extraction]:
+    """:func:`extract_rules` of each text, their sentences parsed in one ``nlp.pipe`` run."""
+    units = [_units(text) for text in texts]
+    nlp = load_nlp() if use_ner else None
+    if nlp is None:
+        return [_extract(headings, sentences, None) for headings, sentences in units]
+    docs = iter(pipe(nlp, [s for _, sentences in units for s in sentences]))
+    return [_extract(headings, sentences, [next(docs) for _ in sentences])
+            for headings, sentences in units]
+
+
+def _extract(headings: list[str], sentences: list[str], docs: list[Any] | None) -> Extraction:
+    """One text's extraction; ``docs`` are the spaCy parses of its sentences, if any."""
     found = _Found({}, [], [])
-    headings, sentences = _units(text)
     for heading in headings:
         _add_entity(found, ExtractedEntity(name=heading, type="section", confidence=0.9))
     known = capitalised_words(sentences)
-    for sentence in sentences:
+    previous: Mention | None = None
+    topic: Mention | None = None
+    for k, sentence in enumerate(sentences):
         mentions = find_mentions(sentence, known)
+        if docs is not None:
+            mentions = _merge_mentions(sentence, named_mentions(docs[k][:]), mentions)
         for mention in mentions:
             _add_entity(found, _entity(mention, sentence))
-        _relate(found, sentence, mentions)
-    return _limited(found)
+        _relate(found, sentence, mentions, cooccur=docs is None)
+        if docs is not None:
+            evidence, previous = evidence_with_coreference(docs[k], mentions, previous, topic)
+            topic = previous if k == 0 else topic
+            found.cooccurrences.extend(
+                _relation(e.subject, e.object, e.predicate, e.confidence, sentence)
+                for e in evidence)
+    return limited(list(found.entities.values()), found.verb_relations, found.cooccurrences)
+
+
+def _merge_mentions(sentence: str, named: list[Mention], ruled: list[Mention]) -> list[Mention]:
+    """NER mentions (retyped by a cue: organisation or place word, "born in" ...), plus rule
+    mentions that overlap none of them, in reading order."""
+    named = [replace(m, type=cue_type(m.name.split(), sentence[: m.start]) or m.type)
+             for m in named]
+    free = [m for m in ruled if all(m.end <= n.start or m.start >= n.end for n in named)]
+    return sorted(named + free, key=lambda m: m.start)
 
 
 def _units(text: str) -> tuple[list[str], list[str]]:
@@ -148,8 +201,8 @@ def _add_entity(found: _Found, entity: ExtractedEntity) -> None:
     found.entities[key] = old.model_copy(update=update)
 
 
-def _relate(found: _Found, sentence: str, mentions: list[Mention]) -> None:
-    """Verb-pattern relations and co-occurrences between neighbouring mentions."""
+def _relate(found: _Found, sentence: str, mentions: list[Mention], cooccur: bool = True) -> None:
+    """Verb-pattern relations and (``cooccur``) co-occurrences between neighbouring mentions."""
     cooccurrences = 0
     for i, left in enumerate(mentions):
         right = mentions[i + 1] if i + 1 < len(mentions) else None
@@ -159,7 +212,7 @@ def _relate(found: _Found, sentence: str, mentions: list[Mention]) -> None:
             relation = _object_phrase_relation(found, sentence, left)
         if relation is not None:
             found.verb_relations.append(relation)
-        elif right is not None and cooccurrences < COOCCURRENCE_PER_SENTENCE:
+        elif cooccur and right is not None and cooccurrences < COOCCURRENCE_PER_SENTENCE:
             cooccurrences += 1
             found.cooccurrences.append(
                 _relation(left, right, "mentions", COOCCURRENCE_CONFIDENCE, sentence)
@@ -246,39 +299,3 @@ def _window(sentence: str, start: int, end: int, limit: int = FACT_CHARS) -> str
     lo = max(0, min(middle - limit // 2, len(sentence) - limit))
     piece = sentence[lo : lo + limit].strip()
     return ("…" if lo > 0 else "") + piece + ("…" if lo + limit < len(sentence) else "")
-
-
-def _limited(found: _Found) -> Extraction:
-    """Apply MAX_ENTITIES / MAX_RELATIONS, keeping sections and relation endpoints first."""
-    relations = _dedupe([r for r in found.verb_relations + found.cooccurrences
-                         if name_key(r.subject) != name_key(r.object)])
-    entities = list(found.entities.values())
-    endpoints = {name_key(n) for r in found.verb_relations for n in (r.subject, r.object)}
-
-    def rank(item: tuple[int, ExtractedEntity]) -> tuple[int, int]:
-        index, entity = item
-        if entity.type == "section":
-            return (0, index)
-        return (1 if name_key(entity.name) in endpoints else 2, index)
-
-    kept = [e for _, e in sorted(enumerate(entities), key=rank)[:MAX_ENTITIES]]
-    kept.sort(key=entities.index)
-    names = {name_key(e.name) for e in kept}
-    relations = [r for r in relations
-                 if name_key(r.subject) in names and name_key(r.object) in names]
-    return Extraction(entities=kept, relations=relations[:MAX_RELATIONS])
-
-
-def _dedupe(relations: list[ExtractedRelation]) -> list[ExtractedRelation]:
-    """First relation per (subject, predicate, object) and per unordered co-occurring pair."""
-    seen: set[tuple[str, ...]] = set()
-    out = []
-    for relation in relations:
-        ends = (name_key(relation.subject), name_key(relation.object))
-        key = (relation.predicate, *(sorted(ends) if relation.predicate == "mentions" else ends))
-        pair = ("pair", *sorted(ends))
-        if key in seen or (relation.predicate == "mentions" and pair in seen):
-            continue
-        seen.update({key, pair})
-        out.append(relation)
-    return out

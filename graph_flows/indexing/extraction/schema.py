@@ -6,10 +6,18 @@ plain strings (no regex, no enums; labels are normalised afterwards by
 numbers accepted from strings, ``null`` accepted where a
 default exists. Confidence is documented as 0..1 and clamped rather than rejected.
 
-The per-chunk limits (:data:`MAX_ENTITIES`, :data:`MAX_RELATIONS`) are enforced by validation:
-longer lists are truncated and the number of items cut is kept in
+The model is asked for at most :data:`MAX_ENTITIES` entities and :data:`MAX_RELATIONS` relations
+per chunk (the prompt, the schema's descriptions, the rule extractor's own cap); a model that
+gives more is not wrong (GPT-3.5 writes up to 57 OpenIE triples for one Wikipedia paragraph), so
+only lists longer than the hard caps :data:`CAP_ENTITIES` / :data:`CAP_RELATIONS` (protection
+against runaway output) are truncated; the number of items cut is kept in
 :attr:`Extraction.over_limit` (not part of the schema), which
 :func:`graph_flows.indexing.extraction.validation.validate_extraction` reports as ``over_limit``.
+
+One malformed item (a relation written as a bare list, an entity without a name) does not sink
+the chunk: it is left out and counted in :attr:`Extraction.malformed` (reported as
+``malformed``) while the well-formed items are kept. Only a reply whose every item is malformed
+(the model misread the schema) fails validation, so the caller retries with the error.
 """
 
 from __future__ import annotations
@@ -17,12 +25,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from graph_flows.indexing.extraction.types import ENTITY_TYPES, RELATION_TYPES
 
 MAX_ENTITIES = 20
 MAX_RELATIONS = 30
+CAP_ENTITIES = 100
+CAP_RELATIONS = 100
 DEFAULT_CONFIDENCE = 0.8
 
 _CONFIDENCE_HELP = (
@@ -119,6 +137,7 @@ class Extraction(BaseModel):
     )
 
     _over_limit: int = PrivateAttr(default=0)
+    _malformed: int = PrivateAttr(default=0)
 
     @field_validator("entities", "relations", mode="before")
     @classmethod
@@ -126,18 +145,52 @@ class Extraction(BaseModel):
         """``null`` for a list means an empty list."""
         return [] if value is None else value
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _drop_malformed(cls, data: Any, handler: ModelWrapValidatorHandler[Extraction],
+                        ) -> Extraction:
+        """Leave out malformed items and count them (see the module docstring)."""
+        cut = 0
+        if isinstance(data, dict):
+            data = dict(data)
+            for key, model in (("entities", ExtractedEntity), ("relations", ExtractedRelation)):
+                items = data.get(key)
+                if isinstance(items, list) and items:
+                    good = [v for v in (_item(model, i) for i in items) if v is not None]
+                    if good:  # all malformed: let validation fail (the caller retries)
+                        cut += len(items) - len(good)
+                        data[key] = good
+        extraction = handler(data)
+        extraction._malformed += cut
+        return extraction
+
     @model_validator(mode="after")
     def _enforce_limits(self) -> Extraction:
-        """Truncate to the per-chunk limits and remember how many items were cut."""
-        cut = max(0, len(self.entities) - MAX_ENTITIES)
-        cut += max(0, len(self.relations) - MAX_RELATIONS)
+        """Truncate to the hard caps and remember how many items were cut."""
+        cut = max(0, len(self.entities) - CAP_ENTITIES)
+        cut += max(0, len(self.relations) - CAP_RELATIONS)
         if cut:
-            self.entities = self.entities[:MAX_ENTITIES]
-            self.relations = self.relations[:MAX_RELATIONS]
+            self.entities = self.entities[:CAP_ENTITIES]
+            self.relations = self.relations[:CAP_RELATIONS]
         self._over_limit = cut
         return self
 
     @property
     def over_limit(self) -> int:
-        """Items cut at construction because the lists exceeded the per-chunk limits."""
+        """Items cut at construction because the lists exceeded the hard caps."""
         return self._over_limit
+
+    @property
+    def malformed(self) -> int:
+        """Items left out at construction because they did not fit the schema."""
+        return self._malformed
+
+
+def _item(model: type[BaseModel], value: Any) -> BaseModel | None:
+    """``value`` validated as ``model``, or None when it does not fit."""
+    if isinstance(value, model):
+        return value
+    try:
+        return model.model_validate(value)
+    except ValidationError:
+        return None

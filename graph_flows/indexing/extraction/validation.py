@@ -27,8 +27,8 @@ from graph_flows.indexing.extraction.injection import (
     normalize_for_matching,
 )
 from graph_flows.indexing.extraction.schema import (
-    MAX_ENTITIES,
-    MAX_RELATIONS,
+    CAP_ENTITIES,
+    CAP_RELATIONS,
     ExtractedEntity,
     ExtractedRelation,
     Extraction,
@@ -59,6 +59,7 @@ MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
 MAX_FACT_CHARS = 1000
 DROP_REASONS = (
+    "malformed",
     "bad_name",
     "injection",
     "low_confidence",
@@ -130,20 +131,22 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
     ``min_confidence`` (``low_confidence``, after clamping to [0, 1]); type normalised;
     description over 1000 characters truncated;
     duplicates by (name key, type) merged into the first spelling with the highest
-    confidence and the longest description (``duplicate``); at most MAX_ENTITIES kept
+    confidence and the longest description (``duplicate``); at most CAP_ENTITIES kept
     (``over_limit``).
 
     Relations: predicate normalised to a canonical type while the fact keeps the original
     wording (an empty fact becomes "subject predicate object"); dropped on injection in any
     field, low confidence, an endpoint that is not a kept entity (matched on the name key,
     then spelled like the entity: ``unknown_endpoint``), same endpoint twice (``self_loop``),
-    duplicates by (subject, type, object) (``duplicate``), beyond MAX_RELATIONS
+    duplicates by (subject, type, object) (``duplicate``), beyond CAP_RELATIONS
     (``over_limit``). ``valid_at`` becomes an ISO 8601 UTC date-time (:func:`parse_valid_at`) or
     None (``bad_date``).
     """
     dropped: Counter[str] = Counter()
     if ex.over_limit:
         dropped["over_limit"] += ex.over_limit
+    if ex.malformed:
+        dropped["malformed"] += ex.malformed
     entities = _validate_entities(ex.entities, min_confidence, dropped)
     names = {name_key(e.name): e.name for e in entities}
     relations = _validate_relations(ex.relations, names, min_confidence, dropped)
@@ -166,9 +169,9 @@ def _validate_entities(
         else:
             kept[key] = entity
     out = list(kept.values())
-    if len(out) > MAX_ENTITIES:
-        dropped["over_limit"] += len(out) - MAX_ENTITIES
-    return out[:MAX_ENTITIES]
+    if len(out) > CAP_ENTITIES:
+        dropped["over_limit"] += len(out) - CAP_ENTITIES
+    return out[:CAP_ENTITIES]
 
 
 def _check_entity(
@@ -226,9 +229,9 @@ def _validate_relations(
         else:
             kept[key] = relation
     out = list(kept.values())
-    if len(out) > MAX_RELATIONS:
-        dropped["over_limit"] += len(out) - MAX_RELATIONS
-    return out[:MAX_RELATIONS]
+    if len(out) > CAP_RELATIONS:
+        dropped["over_limit"] += len(out) - CAP_RELATIONS
+    return out[:CAP_RELATIONS]
 
 
 def _check_relation(

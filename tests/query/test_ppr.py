@@ -1,0 +1,78 @@
+"""Personalized PageRank on hand-made graphs (no database)."""
+
+from __future__ import annotations
+
+import pytest
+
+from graph_flows.query import ppr
+
+
+def _two_hop() -> ppr.Graph:
+    """Question entity A in passage P1 with bridge B; B's other passage P2 holds the answer
+    (reachable only through B); P3 is an unrelated passage about C."""
+    return ppr.build_graph([("A", "P1"), ("B", "P1"), ("B", "P2"), ("C", "P3"), ("D", "P3")])
+
+
+def test_mass_flows_through_the_bridge_entity_to_the_second_passage() -> None:
+    mass = ppr.personalized_pagerank(_two_hop(), {"A": 1.0})
+    assert sum(mass.values()) == pytest.approx(1.0)
+    ranked = [n for n, _ in ppr.rank(["P1", "P2", "P3"], mass)]
+    assert ranked == ["P1", "P2", "P3"]
+    assert mass["P2"] > 0 and mass["P3"] == 0
+
+
+def test_relation_edges_carry_mass_between_entities() -> None:
+    graph = ppr.build_graph([("A", "B"), ("B", "P2"), ("C", "P3")])
+    mass = ppr.personalized_pagerank(graph, {"A": 1.0})
+    assert mass["P2"] > mass["P3"] == 0
+
+
+def test_dangling_seed_keeps_its_mass_and_scores_sum_to_one() -> None:
+    graph = ppr.build_graph([("A", "P1")], nodes=["lonely"])
+    mass = ppr.personalized_pagerank(graph, {"lonely": 1.0, "A": 1.0})
+    assert sum(mass.values()) == pytest.approx(1.0)
+    assert mass["lonely"] > mass["P1"] > 0
+
+
+def test_empty_or_unknown_seeds_give_nothing() -> None:
+    graph = _two_hop()
+    assert ppr.personalized_pagerank(graph, {}) == {}
+    assert ppr.personalized_pagerank(graph, {"nobody": 1.0, "A": 0.0}) == {}
+    assert ppr.personalized_pagerank(ppr.build_graph([]), {"A": 1.0}) == {}
+
+
+def test_repeated_edges_weigh_more() -> None:
+    graph = ppr.build_graph([("A", "P1"), ("A", "P2"), ("A", "P2")])
+    mass = ppr.personalized_pagerank(graph, {"A": 1.0})
+    assert mass["P2"] == pytest.approx(2 * mass["P1"])
+
+
+def test_entity_seeds_divide_by_passage_count() -> None:
+    seeds = ppr.entity_seeds([("A", "B", 0.8), ("A", "C", 0.4), ("X", "X", 0.5),
+                              ("Y", "Z", 0.0)], {"A": 4, "B": 1})
+    assert seeds == pytest.approx({"A": 0.2 + 0.1, "B": 0.8, "C": 0.4, "X": 0.5})
+
+
+def test_passage_seeds_scale_and_weigh() -> None:
+    seeds = ppr.passage_seeds({"P1": 0.9, "P2": 0.5, "P3": 0.7}, weight=0.1)
+    assert seeds["P1"] == pytest.approx(0.1)
+    assert seeds["P2"] == pytest.approx(0.01)
+    assert seeds["P1"] > seeds["P3"] > seeds["P2"]
+    assert ppr.passage_seeds({}) == {}
+    assert ppr.passage_seeds({"P": 0.3}) == {"P": ppr.PASSAGE_WEIGHT}
+
+
+def test_dense_seed_alone_still_ranks_its_passage_first() -> None:
+    mass = ppr.personalized_pagerank(_two_hop(), ppr.passage_seeds({"P3": 0.5}))
+    assert ppr.rank(["P1", "P2", "P3"], mass)[0][0] == "P3"
+
+
+def test_combine_sums() -> None:
+    assert ppr.combine({"a": 1.0}, {"a": 0.5, "b": 2.0}) == {"a": 1.5, "b": 2.0}
+
+
+def test_min_max() -> None:
+    assert ppr.min_max({"a": 0.7, "b": 0.3, "c": 0.5}) == pytest.approx(
+        {"a": 1.0, "b": 0.0, "c": 0.5})
+    assert ppr.min_max({"a": 0.2, "b": 0.2}) == {"a": 1.0, "b": 1.0}
+    assert ppr.min_max({}) == {}

@@ -1,0 +1,117 @@
+"""Chunks as evidence (migration 0006, storage.evidence) on a small stored corpus."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import text
+
+from graph_flows.shared.embeddings import MiniLMEmbeddings
+from storage import KnowledgeStore, evidence, ids
+from tests.evidence_corpus import DOCS, P1, P2, QUESTION, write_corpus
+
+_EMBEDDER = MiniLMEmbeddings()
+
+
+@pytest.fixture
+def corpus(store: KnowledgeStore) -> dict[str, str]:
+    return write_corpus(store, _EMBEDDER)
+
+
+def test_migration_adds_generated_tsv_and_indexed_embedding(store: KnowledgeStore,
+                                                            corpus: dict[str, str]) -> None:
+    with store.connect() as conn:
+        tsv = conn.execute(text("SELECT tsv::text FROM chunks WHERE id = :i"),
+                           {"i": corpus[P1]}).scalar()
+        dim = conn.execute(text(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'chunks'::regclass "
+            "AND attname = 'embedding'")).scalar()
+        indexes = set(conn.execute(text(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'chunks'")).scalars())
+    assert "'velmor'" in tsv and "'found'" in tsv  # stemmed, stop words dropped
+    assert dim == store.embedding_dim
+    assert {"chunks_tsv_gin", "chunks_embedding_hnsw"} <= indexes
+
+
+def test_fill_chunk_embeddings_and_coverage(store: KnowledgeStore,
+                                            corpus: dict[str, str]) -> None:
+    with store.connect() as conn:
+        assert evidence.embedding_coverage(conn, "default") == (len(DOCS), 0)
+        assert not evidence.has_chunk_embeddings(conn, ["default"])
+    calls: list[int] = []
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(len(texts))
+        return _EMBEDDER.embed_documents(texts)
+
+    with store.transaction() as conn:
+        assert evidence.fill_chunk_embeddings(conn, embed, chunk_ids=[corpus[P1]]) == 1
+        assert evidence.fill_chunk_embeddings(conn, embed, batch=2, limit=3) == 3
+        assert evidence.fill_chunk_embeddings(conn, embed, batch=2) == len(DOCS) - 4
+        assert evidence.fill_chunk_embeddings(conn, embed) == 0
+    assert calls[0] == 1 and max(calls) <= 2
+    with store.connect() as conn:
+        assert evidence.embedding_coverage(conn) == (len(DOCS), len(DOCS))
+        assert evidence.has_chunk_embeddings(conn, ["other", "default"])
+        assert not evidence.has_chunk_embeddings(conn, ["other"])
+
+
+def test_chunk_search_by_vector_and_full_text_is_scoped(store: KnowledgeStore,
+                                                        corpus: dict[str, str]) -> None:
+    write_corpus(store, _EMBEDDER, scope="other")
+    with store.transaction() as conn:
+        evidence.fill_chunk_embeddings(conn, _EMBEDDER.embed_documents)
+    with store.connect() as conn:
+        dense = evidence.chunk_vector(conn, ["default"], _EMBEDDER.embed_query(QUESTION), 3,
+                                      ef_search=50)
+        words = evidence.chunk_fulltext(conn, "default", "Velmor prize founded", 10)
+        nothing = evidence.chunk_fulltext(conn, "default", "the of and", 10)
+        other = evidence.chunk_fulltext(conn, ["other"], "Velmor", 10)
+    assert len(dense) == 3 and dense[0].id == corpus[P1] and dense[0].method == "vector"
+    assert set(corpus.values()) >= {h.id for h in dense}
+    assert words[0].id == corpus[P1]  # the only chunk with all three words
+    assert {h.id for h in words} <= set(corpus.values()) and len(words) >= 2  # OR-ed terms
+    assert words[0].score > words[-1].score > 0
+    assert nothing == [] and len(other) == 1 and other[0].id not in corpus.values()
+
+
+def test_neighbourhood_is_bounded_and_follows_entities(store: KnowledgeStore,
+                                                       corpus: dict[str, str]) -> None:
+    kael = ids.entity_id("Orsina Kael", "person", "default")
+    with store.connect() as conn:
+        hood = evidence.neighbourhood(conn, ["default"], [kael], [])
+        capped = evidence.neighbourhood(conn, ["default"], [kael], [], per_entity=1)
+        from_chunk = evidence.neighbourhood(conn, ["default"], [], [corpus[P2]])
+        counts = evidence.entity_chunk_counts(conn, [kael, "ent_unknown"])
+        rows = evidence.chunk_rows(conn, [corpus[P2], "chk_unknown", corpus[P1]])
+    assert {c for _, c in hood.mentions} == {corpus[P1], corpus[P2]}  # Kael and neighbours
+    assert len(hood.relations) == 2 and all(kael in pair for pair in hood.relations)
+    assert len([c for e, c in capped.mentions if e == kael]) == 1
+    assert (kael, corpus[P2]) in from_chunk.mentions and corpus[P1] in {
+        c for _, c in from_chunk.mentions}  # P2's entity Kael leads to P1
+    assert counts == {kael: 2}
+    assert [r["uri"] for r in rows] == [P2, P1]
+    assert rows[0]["text"].startswith("Kael grew up") and rows[0]["source"] == "evidence"
+
+
+def test_neighbourhood_skips_invalid_facts(store: KnowledgeStore,
+                                           corpus: dict[str, str]) -> None:
+    kael = ids.entity_id("Orsina Kael", "person", "default")
+    with store.transaction() as conn:
+        conn.execute(text("UPDATE relations SET invalid_at = :t"),
+                     {"t": datetime(2000, 1, 1, tzinfo=UTC)})
+    with store.connect() as conn:
+        now = evidence.neighbourhood(conn, ["default"], [kael], [])
+        then = evidence.neighbourhood(conn, ["default"], [kael], [],
+                                      as_of=datetime(1990, 1, 1, tzinfo=UTC))
+    assert now.relations == [] and len(then.relations) == 2
+
+
+def test_chunks_and_their_vectors_go_with_the_document(store: KnowledgeStore,
+                                                       corpus: dict[str, str]) -> None:
+    with store.transaction() as conn:
+        evidence.fill_chunk_embeddings(conn, _EMBEDDER.embed_documents)
+    store.remove_source("default", "evidence")
+    with store.connect() as conn:
+        assert evidence.embedding_coverage(conn) == (0, 0)
