@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Required, TypedDict
+from typing import Annotated, Any, Required
+
+from typing_extensions import TypedDict
 
 
 class QueryInput(TypedDict, total=False):

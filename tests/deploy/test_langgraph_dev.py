@@ -64,8 +64,12 @@ def test_langgraph_dev_serves_both_graphs(langgraph_server: str, db_url: str) ->
     seed_graph(store)
     store.close()
     with httpx.Client(base_url=langgraph_server, timeout=120) as client:
-        graphs = {a["graph_id"] for a in client.post("/assistants/search", json={}).json()}
-        assert {"query", "indexing"} <= graphs
+        assistants = client.post("/assistants/search", json={}).json()
+        assert {"query", "indexing"} <= {a["graph_id"] for a in assistants}
+        for assistant in assistants:  # what Studio reads to draw its input form
+            schemas = client.get(f"/assistants/{assistant['assistant_id']}/schemas").json()
+            field = "query" if assistant["graph_id"] == "query" else "paths"
+            assert field in (schemas.get("input_schema") or {}).get("properties", {}), schemas
         out = client.post("/runs/wait", json={
             "assistant_id": "query", "input": {"query": "What did Ada Lovelace write?"}}).json()
         assert out["answer_mode"] == "extractive", json.dumps(out)[:2000]
@@ -75,3 +79,14 @@ def test_langgraph_dev_serves_both_graphs(langgraph_server: str, db_url: str) ->
             "input": {"texts": ["Grace Hopper created the COBOL language at Remington Rand."],
                       "source": "api-test"}}).json()
         assert "error" not in ingest, json.dumps(ingest)[:2000]
+
+
+def test_graph_schemas_build_on_this_python() -> None:
+    """Studio's input form needs the JSON schemas (typing_extensions TypedDicts on < 3.12)."""
+    from graph_flows.indexing.graph import graph as indexing
+    from graph_flows.query.graph import graph as query
+
+    assert query.get_input_jsonschema()["required"] == ["query"]
+    assert "answer" in query.get_output_jsonschema()["properties"]
+    assert {"paths", "texts"} <= set(indexing.get_input_jsonschema()["properties"])
+    assert "chunks" in indexing.get_output_jsonschema()["properties"]
