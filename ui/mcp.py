@@ -90,8 +90,11 @@ def build_server(scope: str | None = None) -> MCPServer:
         source_id: Annotated[str | None, Field(
             description="Optional: limit search to specific KB source (as `krag status` "
                         "lists it)")] = None,
+        recipe: Annotated[str | None, Field(
+            description="Optional retrieval recipe (split, rrf or ppr); 'ppr' also returns "
+                        "ranked source passages. Default: the server's")] = None,
     ) -> dict[str, Any]:
-        return kag(query, entities, include_relations, max_hops, limit, source_id)
+        return kag(query, entities, include_relations, max_hops, limit, source_id, recipe)
 
     @server.tool(description=(
         "Search stored facts by text and meaning. Returns only facts valid now, or valid at "

@@ -7,10 +7,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from graph_flows.query import extractive
 from prompts import load_prompt, render
 
+ANSWER_PROMPT = "answer_v2"
 EXTRACTIVE_HEADER = "No-LLM mode: extractive answer from the knowledge base (no model wrote this)."
-_CITE = re.compile(r"\[(F\d+)\]")
+_CITE = re.compile(r"\[([FP]\d+)\]")
 TIMER_SLACK_S = 0.05
 
 
@@ -20,7 +22,7 @@ class AnswerTimeoutError(TimeoutError):
 
 def llm_answer(
     model: Any, query: str, definitions: str, facts: str, emit: Callable[[str], None],
-    deadline: float | None = None,
+    deadline: float | None = None, passages: str = "",
 ) -> str:
     """Stream the model's answer token by token through ``emit``; return the full text.
 
@@ -29,8 +31,8 @@ def llm_answer(
     the remaining budget, gives up by itself if the server sends nothing. Either way
     :class:`AnswerTimeoutError` carries the text streamed so far, and no call runs on.
     """
-    system = render(load_prompt("answer_v1"), definitions=definitions or "(none)",
-                    facts=facts or "(none)")
+    system = render(load_prompt(ANSWER_PROMPT), definitions=definitions or "(none)",
+                    facts=facts or "(none)", passages=passages or "(none)")
     messages = [("system", system), ("human", query)]
     parts: list[str] = []
     stream = model.stream(messages)
@@ -68,8 +70,12 @@ def _token(chunk: Any) -> str:
 
 def extractive_answer(
     entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]], max_facts: int = 5,
+    *, query: str = "", passages: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """Top facts and definitions, verbatim and cited, labelled as not written by a model."""
+    """Top facts and definitions, verbatim and cited, labelled as not written by a model;
+    with ``passages``, the best sentences of facts and passages for ``query`` instead."""
+    if passages:
+        return evidence_answer(query, facts, passages)
     lines = [EXTRACTIVE_HEADER, ""]
     if facts:
         lines.append("Most relevant facts:")
@@ -78,6 +84,19 @@ def extractive_answer(
     if ranked:
         lines += ["", "Definitions:"]
         lines += [f"- {e['name']}: {e['summary']}" for e in ranked]
+    return "\n".join(lines)
+
+
+def evidence_answer(query: str, facts: Sequence[dict[str, Any]],
+                    passages: Sequence[dict[str, Any]]) -> str:
+    """The best sentence for ``query`` first, then a few supporting ones, each cited."""
+    picked = extractive.pick(query, facts, passages)
+    lines = [EXTRACTIVE_HEADER, ""]
+    if picked:
+        lines.append(f"{picked[0][0]} [{picked[0][1]}]")
+    if len(picked) > 1:
+        lines += ["", "Supporting evidence:"]
+        lines += [f"- {sentence} [{label}]" for sentence, label in picked[1:]]
     return "\n".join(lines)
 
 
@@ -93,16 +112,28 @@ def empty_answer(query: str, closest: Sequence[str]) -> str:
     return text
 
 
-def citations(answer: str, facts: Sequence[dict[str, Any]]) -> tuple[list[dict], list[str]]:
-    """Facts cited as ``[Fn]`` in order of first use, and labels that match no fact."""
+def citations(answer: str, facts: Sequence[dict[str, Any]],
+              passages: Sequence[dict[str, Any]] = ()) -> tuple[list[dict], list[str]]:
+    """Facts cited as ``[Fn]`` and passages cited as ``[Pn]``, in order of first use, and
+    labels that match neither."""
     by_label = {f["label"]: f for f in facts}
+    by_passage = {p["label"]: p for p in passages}
     cited, unknown = [], []
     for label in dict.fromkeys(_CITE.findall(answer)):
-        f = by_label.get(label)
-        if f is None:
+        f, p = by_label.get(label), by_passage.get(label)
+        if f is not None:
+            cited.append({"label": label, "fact_id": f["id"], "fact": f["fact"],
+                          "subject": f["subject"], "object": f["object"],
+                          "sources": f.get("sources", [])})
+        elif p is not None:
+            cited.append(passage_citation(label, p))
+        else:
             unknown.append(label)
-            continue
-        cited.append({"label": label, "fact_id": f["id"], "fact": f["fact"],
-                      "subject": f["subject"], "object": f["object"],
-                      "sources": f.get("sources", [])})
     return cited, unknown
+
+
+def passage_citation(label: str, p: dict[str, Any]) -> dict[str, Any]:
+    """A cited passage: its chunk id, text and document (uri, title, source)."""
+    return {"label": label, "passage_id": p["id"], "text": p.get("text", ""),
+            "document_id": p.get("document_id"), "uri": p.get("uri", ""),
+            "title": p.get("title", ""), "source": p.get("source", "")}

@@ -150,7 +150,8 @@ def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str
 
 
 def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
-    """Stream the answer (LLM, or extractive in no-LLM mode); map citations to facts."""
+    """Stream the answer (LLM, or extractive in no-LLM mode); map citations to facts and
+    passages."""
     ctx = _ctx(runtime)
     res = get_resources()
     write = get_stream_writer()
@@ -167,15 +168,19 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         emit(text)
         return {"answer": text, "answer_mode": "empty", "citations": [], "errors": [],
                 "answer_confidence": scoring.answer_confidence([], [])}
+    passages = state.get("passages", [])
     text, errors = _llm_text(res, ctx, state, emit)
     mode = "llm"
     if not text:
-        text, mode = answer.extractive_answer(entities, facts), "extractive"
+        text = answer.extractive_answer(entities, facts, query=state["query"],
+                                        passages=passages)
+        mode = "extractive"
         for line in text.splitlines(keepends=True):
             emit(line)
-    cited, unknown = answer.citations(text, facts)
+    cited, unknown = answer.citations(text, facts, passages)
     if unknown:
-        errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved fact")
+        what = "fact or passage" if passages else "fact"
+        errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved {what}")
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
             "answer_confidence": scoring.answer_confidence(cited, facts)}
 
@@ -202,7 +207,8 @@ def _llm_text(res: Any, ctx: QueryContext, state: QueryState,
 
     try:
         return answer.llm_answer(model, state["query"], state.get("definitions", ""),
-                                 state.get("facts_text", ""), emit_llm, deadline), []
+                                 state.get("facts_text", ""), emit_llm, deadline,
+                                 passages=state.get("passages_text", "")), []
     except answer.AnswerTimeoutError:
         log.warning("answer model %s ran out of the request budget", spec, exc_info=True)
         error = (f"answer model did not finish within the {budget:g} s request budget; "

@@ -99,7 +99,8 @@ _LEVELS = ("high", "medium", "low")
 
 
 def answer_confidence(cited: Sequence[dict], facts: Sequence[dict]) -> dict[str, str]:
-    """One label for an answer from the agreement of the facts it cites (by ``fact_id``).
+    """One label for an answer from the agreement of the facts it cites (by ``fact_id``;
+    cited passages do not count).
 
     "high": at least half of the cited facts were found by two or more methods; "medium":
     some cited fact was found by at least one lexical or graph method; "low": only
@@ -108,7 +109,7 @@ def answer_confidence(cited: Sequence[dict], facts: Sequence[dict]) -> dict[str,
     if not facts:
         return {"label": "none", "reason": "nothing was retrieved"}
     by_id = {f["id"]: f.get("agreement", "low") for f in facts}
-    labels = [by_id.get(c.get("fact_id"), "low") for c in cited]
+    labels = [by_id.get(c.get("fact_id"), "low") for c in cited if "passage_id" not in c]
     if not labels:
         return {"label": "low", "reason": "the answer cites none of the retrieved facts"}
     n = {level: labels.count(level) for level in _LEVELS}

@@ -51,7 +51,8 @@ class QueryState(QueryInput, total=False):
     answer_mode: str
     """'llm', 'extractive' (no-LLM mode or LLM failure) or 'empty' (nothing retrieved)."""
     citations: list[dict[str, Any]]
-    """Facts the answer cites: label, fact id, fact text, sources."""
+    """What the answer cites: facts (label, fact_id, fact text, sources) and passages
+    (label, passage_id, text, document_id, uri, title, source)."""
     answer_confidence: dict[str, str]
     """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason, from the
     agreement of the cited facts (scoring.answer_confidence)."""

@@ -73,8 +73,10 @@ def _check(ok: bool, message: str) -> None:
 def kag_query(
     scope: str, query: str, entities: list[str] | None = None, include_relations: bool = True,
     max_hops: int = 1, limit: int = 20, source_id: str | None = None,
+    recipe: str | None = None,
 ) -> dict[str, Any]:
-    """Entities, facts and a formatted context for ``query`` in ``scope`` (no answer)."""
+    """Entities, facts and a formatted context for ``query`` in ``scope`` (no answer);
+    ``passages`` (and a Passages part of the context) when the recipe ranked passages."""
     _check(1 <= max_hops <= MAX_HOPS, f"max_hops must be 1..{MAX_HOPS}, got {max_hops}.")
     _check(1 <= limit <= MAX_LIMIT, f"limit must be 1..{MAX_LIMIT}, got {limit}.")
     if source_id is not None:
@@ -83,6 +85,8 @@ def kag_query(
     # Named entities anchor the query: no vector fill-up diluting them.
     context = {"entity_limit": limit, "fact_limit": limit, "max_hops": max_hops,
                "fallback_ratio": 0.0 if entities else 0.5, "generate_answer": False}
+    if recipe:
+        context["recipe"] = recipe
     try:
         state = graph.invoke({"query": query, "scope": scope,
                               "entity_hints": list(entities or [])}, context=context)
@@ -103,7 +107,10 @@ def kag_query(
         definitions or "(none found)")
     if include_relations:
         text += "\n\n## Facts\n" + (facts_text or "(none found)")
-    return {
+    passages = _passages(state, source_id)
+    if passages:
+        text += "\n\n## Passages\n" + sections.passages_text(passages)
+    out = {
         "scope": scope, "query": state.get("query", query),
         "entities": [entity_record(e) for e in ents],
         "relations": [relation_record(f) for f in rels],
@@ -111,6 +118,19 @@ def kag_query(
         "total_entities": len(ents), "total_relations": len(rels),
         "total": len(ents) + len(rels), "errors": list(state.get("errors", [])),
     }
+    if passages:
+        out["passages"] = passages
+    return out
+
+
+def _passages(state: dict[str, Any], source_id: str | None) -> list[dict[str, Any]]:
+    """The ranked passages of the state (recipe "ppr"), only those of ``source_id`` when
+    given, labelled P1..Pn."""
+    rows = [dict(p) for p in state.get("passages", [])
+            if not source_id or p.get("source") == source_id]
+    for i, p in enumerate(rows, start=1):
+        p["label"] = f"P{i}"
+    return rows
 
 
 def _from_source(

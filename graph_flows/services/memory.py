@@ -72,10 +72,10 @@ class KnowledgeTools:
 
     def kag_query(self, query: str, entities: list[str] | None = None,
                   include_relations: bool = True, max_hops: int = 1, limit: int = 20,
-                  source_id: str | None = None) -> dict[str, Any]:
+                  source_id: str | None = None, recipe: str | None = None) -> dict[str, Any]:
         """See :func:`graph_flows.services.ask.kag_query`."""
         return ask.kag_query(self.scope, query, entities, include_relations, max_hops, limit,
-                             source_id)
+                             source_id, recipe)
 
     # -- recall ----------------------------------------------------------------------------
     def recall(self, query: str, limit: int = 10, as_of: str | None = None) -> dict[str, Any]:

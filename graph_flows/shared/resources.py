@@ -102,6 +102,22 @@ def get_resources() -> Resources:
         return _default
 
 
+def close_default() -> None:
+    """Close the process default (if it was built) and release the embedded PostgreSQL
+    handle it holds, so the server stops when no other process uses it. For a server's
+    shutdown hook: a process killed by a signal never runs its atexit handlers."""
+    global _default
+    from storage import stop_embedded
+
+    with _lock:
+        default, _default = _default, None
+    if default is None:
+        return
+    default.store.close()
+    if not default.settings.database_url:
+        stop_embedded(default.settings.data_dir)
+
+
 @contextmanager
 def use_resources(resources: Resources) -> Iterator[Resources]:
     """Install ``resources`` for the graph runs of this context (this request) until the

@@ -3,19 +3,40 @@ PageRank, the <passages> section, and the degradation of a store without chunk v
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from graph_flows import query_flow
 from graph_flows.query import retrieval
+from graph_flows.query.answer import EXTRACTIVE_HEADER
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore, evidence
 from tests.evidence_corpus import ANSWER, P1, P2, QUESTION, write_corpus
+from tests.query_fixtures import ScriptedChatModel, analysis_message
 
 _EMBEDDER = MiniLMEmbeddings()
+
+
+class RecordingModel(ScriptedChatModel):
+    """The scripted model, keeping the messages of every streamed call."""
+
+    calls: list[Any] = []
+
+    def stream(self, input: Any, config: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        self.calls.append(input)
+        return super().stream(input, config, **kwargs)
+
+
+def scripted(*messages: Any) -> RecordingModel:
+    from langchain_core.messages import AIMessage
+
+    return RecordingModel(messages=iter(
+        [m if isinstance(m, AIMessage) else AIMessage(content=m) for m in messages]), calls=[])
 
 
 @pytest.fixture
@@ -99,3 +120,60 @@ def test_passage_budget_and_bad_budget() -> None:
     assert [p["label"] for p in fitted] == ["P1"]
     assert len(sections.fit_passages(long, 10)[0]["text"]) <= 40
     assert "ppr" in retrieval.RECIPES
+
+
+def test_extractive_answer_cites_the_passage_with_the_answer(corpus_resources) -> None:
+    res, _ = corpus_resources
+    _fill(res.store)
+    out = query_flow.invoke({"query": QUESTION}, context={"recipe": "ppr"})
+    assert out["answer_mode"] == "extractive" and out["answer"].startswith(EXTRACTIVE_HEADER)
+    assert ANSWER in out["answer"]
+    assert len(out["answer"].splitlines()) <= 8  # short: a lead and a few supporting lines
+    labels = re.findall(r"\[([FP]\d+)\]", out["answer"])
+    assert any(label.startswith("P") for label in labels)
+    assert [c["label"] for c in out["citations"]] == list(dict.fromkeys(labels))
+    by_label = {p["label"]: p for p in out["passages"]}
+    for c in out["citations"]:
+        if c["label"].startswith("P"):
+            p = by_label[c["label"]]
+            assert (c["passage_id"], c["uri"], c["title"]) == (p["id"], p["uri"], p["title"])
+            assert c["source"] == "evidence"
+    assert not out["errors"]
+
+
+def test_llm_gets_passages_and_its_passage_citation_maps(corpus_resources) -> None:
+    res, _ = corpus_resources
+    _fill(res.store)
+    model = scripted(analysis_message(["Velmor Prize"]),
+                     "Orsina Kael founded it [F1] and grew up in Trelvik [P1][P9].")
+    res.chat_override = model
+    out = query_flow.invoke({"query": QUESTION}, context={"recipe": "ppr"})
+    assert out["answer_mode"] == "llm"
+    system = dict(model.calls[-1])["system"]
+    assert "<passages>\n[P1] (" in system and out["passages_text"] in system
+    p1 = next(c for c in out["citations"] if c["label"] == "P1")
+    assert p1["uri"] == out["passages"][0]["uri"] and p1["text"] == out["passages"][0]["text"]
+    assert [c["label"] for c in out["citations"]] == ["F1", "P1"]
+    assert any("P9" in e and "passage" in e for e in out["errors"])
+
+
+def test_split_llm_prompt_has_no_passages(corpus_resources) -> None:
+    res, _ = corpus_resources
+    _fill(res.store)
+    model = scripted(analysis_message(["Velmor Prize"]), "Founded by Orsina Kael [F1].")
+    res.chat_override = model
+    out = query_flow.invoke({"query": QUESTION}, context={"recipe": "split"})
+    system = dict(model.calls[-1])["system"]
+    assert "passages" not in out and "<passages>\n(none)\n</passages>" in system
+    assert [c["label"] for c in out["citations"]] == ["F1"]
+
+
+def test_kag_query_returns_passages_with_recipe_ppr(corpus_resources) -> None:
+    from graph_flows.services import ask
+
+    res, _ = corpus_resources
+    _fill(res.store)
+    out = ask.kag_query("default", QUESTION, recipe="ppr")
+    assert out["passages"][0]["label"] == "P1" and "## Passages\n[P1] (" in out["context"]
+    assert {P1, P2} <= {p["uri"] for p in out["passages"]}
+    assert "passages" not in ask.kag_query("default", QUESTION, recipe="split")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -184,14 +185,35 @@ def ui_command(
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8501,
 ) -> None:
     """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser)."""
-    import subprocess
-
     app_path = Path(__file__).resolve().parents[1] / "web" / "app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
            "--server.address", host, "--server.port", str(port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.maxUploadSize", str(settings_from_cli().max_upload_mb)]
-    raise typer.Exit(subprocess.call(cmd))
+    raise typer.Exit(run_forwarding_signals(cmd))
+
+
+def run_forwarding_signals(cmd: list[str]) -> int:
+    """Run ``cmd`` and return its exit code; SIGTERM and SIGINT sent to this process are
+    passed on to the child and the child is waited for.
+
+    Streamlit turns those signals into a normal exit, so its atexit handlers run and the
+    embedded PostgreSQL handle it holds is released (``subprocess.call`` would SIGKILL the
+    child when the signal interrupts the wait, leaving the server running).
+    """
+    import subprocess
+
+    proc = subprocess.Popen(cmd)
+
+    def forward(signum: int, frame: object) -> None:  # pragma: no cover - signal path
+        proc.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command("mcp")
@@ -213,12 +235,25 @@ def mcp_command(
     from ui import mcp as mcp_server
 
     settings_from_cli()  # validates the environment before anything starts
+    if transport == "stdio":
+        # stdin is read in a worker thread that SystemExit cannot interrupt (the process
+        # would wait for stdin to close): on SIGTERM release the store and leave at once.
+        signal.signal(signal.SIGTERM, _release_and_exit)
     mcp_server.serve(transport=transport, host=host, port=port, scope=scope)  # type: ignore[arg-type]
 
 
 def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signal path
     # A normal exit runs atexit handlers, so the embedded Postgres handle is released.
     sys.exit(128 + signum)
+
+
+def _release_and_exit(signum: int, frame: object) -> None:  # pragma: no cover - signal path
+    from graph_flows.shared.resources import close_default
+
+    try:
+        close_default()  # releases the embedded Postgres handle
+    finally:
+        os._exit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> None:

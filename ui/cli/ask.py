@@ -16,13 +16,26 @@ from graph_flows.shared.settings import Settings
 log = logging.getLogger(__name__)
 
 
+def passage_line(c: dict[str, Any], width: int = 160) -> str:
+    """``  [P1] passage text…  (source:uri, title)`` of a cited passage."""
+    text = " ".join(str(c.get("text", "")).split())
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    title = c.get("title") or ""
+    doc = f"{c.get('source')}:{c.get('uri')}" + (f", {title}" if title and title != c.get(
+        "uri") else "")
+    return f"  [{c['label']}] {text}  ({doc})"
+
+
 def print_sources(console: Console, result: dict[str, Any]) -> None:
-    """The cited facts with the documents they come from."""
+    """The cited facts and passages with the documents they come from."""
     if not result.get("citations"):
         return
     console.print("\nSources:", style="bold")
     facts = {f.get("id"): f for f in result.get("facts", [])}
     for c in result["citations"]:
+        if "passage_id" in c:
+            console.print(passage_line(c), markup=False, highlight=False)
+            continue
         docs = ", ".join(f"{s['source']}:{s['uri']}" for s in c.get("sources", []))
         when = sections.validity(facts.get(c.get("fact_id"), {}))
         console.print(f"  [{c['label']}] {c['fact']}" + (f"  [{when}]" if when else "")

@@ -81,15 +81,34 @@ def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:
             + (f"  \n*from:* {md_escape(docs)}" if docs else ""))
 
 
+def _passage_line(p: dict[str, Any], cited: bool) -> str:
+    doc = p.get("title") or p.get("uri") or ""
+    text = " ".join(str(p.get("text", "")).split())
+    text = text if len(text) <= 400 else text[:399] + "…"
+    mark = " *(cited)*" if cited else ""
+    return (f"**\\[{md_escape(p.get('label', ''))}\\]** {md_escape(text)}{mark}  \n"
+            f"*from:* {md_escape(doc)} ({md_escape(p.get('uri', ''))})")
+
+
 def render_sources(result: dict[str, Any]) -> None:
-    """Expandable panel: cited facts with their validity and documents, then definitions."""
+    """Expandable panel: cited facts with their validity and documents, the passages
+    (recipe "ppr") with their documents, then definitions."""
     citations, entities = result.get("citations") or [], result.get("entities") or []
-    if not citations and not entities:
+    passages = [p for p in result.get("passages") or [] if isinstance(p, dict)]
+    if not citations and not entities and not passages:
         return
     facts = {f.get("id"): f for f in result.get("facts") or [] if isinstance(f, dict)}
-    with st.expander(f"Sources ({len(citations)} cited facts)"):
-        for c in citations:
+    fact_cites = [c for c in citations if "passage_id" not in c]
+    cited_passages = {c.get("passage_id") for c in citations if "passage_id" in c}
+    title = f"Sources ({len(fact_cites)} cited facts" + (
+        f", {len(cited_passages)} cited passages)" if passages else ")")
+    with st.expander(title):
+        for c in fact_cites:
             st.markdown(_citation_line(c, facts.get(c.get("fact_id"), {})))
+        if passages:
+            st.markdown("**Passages**")
+            for p in passages:
+                st.markdown(_passage_line(p, p.get("id") in cited_passages))
         if entities:
             st.markdown("**Entities**")
             for e in entities[:12]:
