@@ -1,9 +1,11 @@
-"""Helpers for tests that start servers as subprocesses."""
+"""Helpers for tests that run `krag` or start servers as subprocesses."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
+
+import pytest
 
 
 def free_port() -> int:
@@ -21,3 +23,16 @@ def stop_process(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run `krag ARGS` in this process: (exit code, stdout, stderr)."""
+    from ui.cli.app import main
+
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -11,7 +11,7 @@ from graph_flows.indexing.extraction import rules
 from graph_flows.indexing.extraction.schema import ExtractedEntity, ExtractedRelation, Extraction
 from graph_flows.services.evaluation.data import read_redocred
 from graph_flows.services.evaluation.extraction import evaluate
-from ui.cli.app import main
+from tests.procs import run_cli
 
 
 def entity(name: str, kind: str, *aliases: str) -> dict[str, object]:
@@ -89,15 +89,6 @@ def test_scoring_with_a_scripted_extractor(dataset: Path) -> None:
     assert report["pairs"]["tp"] == 1 and report["pairs"]["predicted"] == 2
     assert report["typed"]["tp"] == 0  # wrong direction and type for P361
 
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_cli_prints_a_table_and_one_json_object(

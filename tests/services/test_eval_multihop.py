@@ -15,7 +15,7 @@ from graph_flows.services.evaluation.multihop import (
     parse_extraction,
     parse_recipe,
 )
-from ui.cli.app import main
+from tests.procs import run_cli
 
 PASSAGES = [
     ("wiki:orchard", "Pellworth Orchard",
@@ -61,15 +61,6 @@ def env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     monkeypatch.setenv("COLUMNS", "160")
     yield
 
-
-def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(

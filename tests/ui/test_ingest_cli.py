@@ -31,7 +31,7 @@ from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
 from tests.pg_fixtures import url_rows
-from ui.cli.app import main
+from tests.procs import run_cli as cli
 
 SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
 
@@ -72,16 +72,6 @@ def llm_env(db_url: str, tmp_path: Path, server: LLMServer) -> dict[str, str]:
 def krag_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "ui.cli.app", *args]
 
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """Run `krag ARGS` in this process: (exit code, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def resources(store: KnowledgeStore, chat: Any = NO_LLM, **cfg: Any) -> Resources:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from graph_flows.indexing.extraction.injection import (
     BIDI,
@@ -40,6 +41,8 @@ from graph_flows.indexing.extraction.types import (
     normalize_relation_type,
 )
 from graph_flows.shared.dates import parse_date
+
+T = TypeVar("T")
 
 __all__ = [
     "DROP_REASONS",
@@ -168,10 +171,14 @@ def _validate_entities(
             kept[key] = _merge(kept[key], entity)
         else:
             kept[key] = entity
-    out = list(kept.values())
-    if len(out) > CAP_ENTITIES:
-        dropped["over_limit"] += len(out) - CAP_ENTITIES
-    return out[:CAP_ENTITIES]
+    return _capped(list(kept.values()), CAP_ENTITIES, dropped)
+
+
+def _capped(items: list[T], cap: int, dropped: Counter[str]) -> list[T]:
+    """The first ``cap`` items; the rest counted as ``over_limit``."""
+    if len(items) > cap:
+        dropped["over_limit"] += len(items) - cap
+    return items[:cap]
 
 
 def _check_entity(
@@ -228,10 +235,7 @@ def _validate_relations(
                 kept[key] = relation
         else:
             kept[key] = relation
-    out = list(kept.values())
-    if len(out) > CAP_RELATIONS:
-        dropped["over_limit"] += len(out) - CAP_RELATIONS
-    return out[:CAP_RELATIONS]
+    return _capped(list(kept.values()), CAP_RELATIONS, dropped)
 
 
 def _check_relation(
