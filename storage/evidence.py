@@ -13,7 +13,7 @@ grows with the chunks sharing a word with the question, not with the corpus.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -24,6 +24,9 @@ from storage.search import _VALID, Scope, _scopes
 
 # Chunks matched by the full-text candidates before BM25 ranks them (bounds common words).
 FULLTEXT_POOL = 2000
+# With cached statistics: the rarest question lexemes whose document frequencies add up to
+# this many chunks find the candidates (ten times the 30 hits the ppr recipe asks for).
+FULLTEXT_PROBE = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +45,11 @@ class Neighbourhood:
 
     mentions: list[tuple[str, str]]
     relations: list[tuple[str, str]]
+    chunk_counts: dict[str, int] = field(default_factory=dict)
+    """Entity id -> chunks it appears in (whole graph; entities in none are left out)."""
+    degrees: dict[str, int] = field(default_factory=dict)
+    """Entity id -> chunks it appears in plus the relations kept (its degree, counting every
+    mention even when only ``per_entity`` were kept)."""
 
 
 _BM25 = f"""
@@ -67,13 +75,50 @@ GROUP BY h.id ORDER BY score DESC, h.id LIMIT :n
 """
 
 
+_BM25_CACHED = f"""
+WITH q AS (SELECT DISTINCT l AS lexeme
+           FROM unnest(tsvector_to_array(to_tsvector('english', :q))) AS l WHERE l !~ '[\\\\]'),
+st AS (SELECT sum(chunks)::float AS n,
+              (sum(chunks * avg_length) / greatest(sum(chunks), 1))::float AS avgdl
+       FROM chunk_scope_stats WHERE scope = ANY(:s)),
+w AS (SELECT t.lexeme, t.df, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
+             sum(t.df) OVER (ORDER BY t.df, t.lexeme) - t.df AS rarer
+      FROM (SELECT q.lexeme, coalesce(sum(c.df), 0)::float AS df FROM q
+            LEFT JOIN chunk_term_stats c ON c.lexeme = q.lexeme AND c.scope = ANY(:s)
+            GROUP BY q.lexeme) t, st),
+probe AS (SELECT string_agg(quote_literal(lexeme), ' | ') AS query FROM w WHERE rarer < :probe),
+docs AS MATERIALIZED (
+    SELECT c.id, c.tsv FROM chunks c, probe
+    WHERE probe.query IS NOT NULL AND c.tsv @@ CAST(probe.query AS tsquery)
+      AND c.document_id IN (SELECT d.id FROM documents d WHERE d.scope = ANY(:s))
+    LIMIT {FULLTEXT_POOL}),
+hits AS (SELECT docs.id, u.lexeme, length(docs.tsv)::float AS dl,
+                coalesce(array_length(u.positions, 1), 1) AS tf
+         FROM docs, unnest(docs.tsv) AS u WHERE u.lexeme IN (SELECT lexeme FROM w))
+SELECT h.id, sum(w.idf * h.tf * (:k1 + 1)
+                 / (h.tf + :k1 * (1 - :b + :b * h.dl / greatest(st.avgdl, 1)))) AS score
+FROM hits h JOIN w USING (lexeme), st
+GROUP BY h.id ORDER BY score DESC, h.id LIMIT :n
+"""
+
+
 def chunk_fulltext(conn: Connection, scope: Scope, query: str, limit: int) -> list[ChunkHit]:
-    """Chunks sharing a lexeme with ``query`` (GIN, OR-ed), ranked by Okapi BM25 (document
-    frequencies over those candidates, collection size and mean length over the scope)."""
+    """Chunks sharing a lexeme with ``query`` (GIN, OR-ed), ranked by Okapi BM25.
+
+    With the scope's cached statistics (storage.fulltext.ensure_term_stats): document
+    frequencies, collection size and mean length come from them, and candidates are the
+    chunks holding one of the question's rarest lexemes, taken rarest first until their
+    frequencies add up to :data:`FULLTEXT_PROBE` (a chunk with only common words has only
+    small idfs to add up); every question lexeme then scores them. Without: frequencies over
+    all chunks matching any lexeme, size and mean length over the scope, per query."""
     if limit <= 0 or not query.strip():
         return []
-    rows = conn.execute(text(_BM25), {"q": query, "s": _scopes(scope), "n": limit,
-                                      "k1": BM25_K1, "b": BM25_B}).all()
+    scopes = list(dict.fromkeys(_scopes(scope)))
+    params = {"q": query, "s": scopes, "n": limit, "k1": BM25_K1, "b": BM25_B,
+              "probe": FULLTEXT_PROBE}
+    cached = conn.execute(text("SELECT count(*) FROM chunk_scope_stats WHERE scope = ANY(:s)"),
+                          {"s": scopes}).scalar() == len(scopes)
+    rows = conn.execute(text(_BM25_CACHED if cached else _BM25), params).all()
     return [ChunkHit(r.id, "fulltext", float(r.score)) for r in rows]
 
 
@@ -94,25 +139,27 @@ def chunk_vector(conn: Connection, scope: Scope, vector: Sequence[float], limit:
     return [ChunkHit(r.id, "vector", float(r.sim)) for r in rows]
 
 
-_SEED_NEIGHBOURS = f"""
-SELECT r.subject_id, r.object_id FROM relations r
-WHERE r.scope = ANY(:s) AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids)) AND {_VALID}
-ORDER BY r.confidence DESC, r.id LIMIT :m
-"""
-_CHUNK_ENTITIES = """
-SELECT p.entity_id, p.chunk_id FROM entity_provenance p JOIN entities e ON e.id = p.entity_id
-WHERE p.chunk_id = ANY(:chunks) AND e.scope = ANY(:s) ORDER BY p.chunk_id, p.entity_id LIMIT :m
-"""
-_MENTIONS = """
-SELECT x.id AS entity_id, c.chunk_id FROM unnest(CAST(:ids AS text[])) AS x(id),
-LATERAL (SELECT p.chunk_id FROM entity_provenance p WHERE p.entity_id = x.id
-         ORDER BY p.chunk_id LIMIT :per) AS c
-LIMIT :m
-"""
-_AMONG = f"""
-SELECT r.subject_id, r.object_id FROM relations r
-WHERE r.scope = ANY(:s) AND r.subject_id = ANY(:ids) AND r.object_id = ANY(:ids) AND {_VALID}
-ORDER BY r.confidence DESC, r.id LIMIT :m
+_NEIGHBOURHOOD = f"""
+WITH seed AS (SELECT DISTINCT unnest(CAST(:ids AS text[])) AS id),
+rel AS (
+    SELECT DISTINCT x.id, x.subject_id, x.object_id FROM seed,
+    LATERAL (SELECT r.id, r.subject_id, r.object_id FROM relations r
+             WHERE (r.subject_id = seed.id OR r.object_id = seed.id) AND r.scope = ANY(:s)
+               AND {_VALID}
+             ORDER BY r.confidence DESC, r.id LIMIT :per) x),
+in_chunk AS (SELECT p.entity_id, p.chunk_id FROM entity_provenance p
+             WHERE p.chunk_id = ANY(:chunks)),
+node AS (SELECT id FROM seed UNION SELECT subject_id FROM rel UNION SELECT object_id FROM rel
+         UNION SELECT entity_id FROM in_chunk),
+hood AS (
+    SELECT n.id, c.n, c.chunks FROM node n,
+    LATERAL (SELECT count(*) AS n, (array_agg(p.chunk_id ORDER BY p.chunk_id))[1:(:per)] AS chunks
+             FROM entity_provenance p WHERE p.entity_id = n.id) c)
+SELECT 'm' AS kind, entity_id AS a, chunk_id AS b, 0 AS n
+FROM (SELECT entity_id, chunk_id FROM in_chunk
+      UNION SELECT id, unnest(chunks) FROM hood) m
+UNION ALL SELECT 'r', subject_id, object_id, 0 FROM rel
+UNION ALL SELECT 'c', id, NULL, n FROM hood
 """
 
 
@@ -120,38 +167,27 @@ def neighbourhood(
     conn: Connection, scope: Scope, entity_ids: Sequence[str], chunk_ids: Sequence[str], *,
     per_entity: int = 20, max_edges: int = 5000, as_of: Any = None,
 ) -> Neighbourhood:
-    """The graph PageRank runs on, bounded by the seeds (never the whole graph): the seed
-    entities, their relation neighbours and the entities of the seed chunks; up to
-    ``per_entity`` chunks each of those entities appears in; the valid relations among them.
-    At most ``max_edges`` edges of each kind."""
-    s, m = _scopes(scope), max_edges
-    seeds = list(dict.fromkeys(entity_ids))
-    rel = [(r.subject_id, r.object_id) for r in conn.execute(
-        text(_SEED_NEIGHBOURS), {"s": s, "ids": seeds, "m": m, "as_of": as_of})] \
-        if seeds else []
-    in_chunks = [(r.entity_id, r.chunk_id) for r in conn.execute(
-        text(_CHUNK_ENTITIES), {"s": s, "chunks": list(chunk_ids), "m": m})] \
-        if chunk_ids else []
-    nodes = list(dict.fromkeys(seeds + [e for pair in rel for e in pair]
-                               + [e for e, _ in in_chunks]))
-    if not nodes:
+    """The graph PageRank runs on, bounded by the seeds (never the whole graph), in one
+    statement: the seed entities and up to ``per_entity`` of their valid relations (most
+    confident first), the entities of the seed chunks (which come from ``scope``), and up to
+    ``per_entity`` chunks each of those entities appears in, besides the seed chunks. Also
+    how many chunks each entity appears in, and its degree: those chunks plus the relations
+    kept, so PageRank can let the mass of the mentions left out leak instead of inflating
+    the ones kept. At most ``max_edges`` edges of each kind."""
+    seeds, chunks = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(chunk_ids))
+    if not seeds and not chunks:
         return Neighbourhood([], [])
-    mentions = [(r.entity_id, r.chunk_id) for r in conn.execute(
-        text(_MENTIONS), {"ids": nodes, "per": per_entity, "m": m})]
-    among = [(r.subject_id, r.object_id) for r in conn.execute(
-        text(_AMONG), {"s": s, "ids": nodes, "m": m, "as_of": as_of})]
-    return Neighbourhood(list(dict.fromkeys(in_chunks + mentions))[:m],
-                         list(dict.fromkeys(rel + among))[:m])
-
-
-def entity_chunk_counts(conn: Connection, entity_ids: Sequence[str]) -> dict[str, int]:
-    """How many chunks each entity was extracted from (entities without any are left out)."""
-    if not entity_ids:
-        return {}
-    rows = conn.execute(text(
-        "SELECT entity_id, count(*) AS n FROM entity_provenance WHERE entity_id = ANY(:ids) "
-        "GROUP BY entity_id"), {"ids": list(entity_ids)}).all()
-    return {r.entity_id: int(r.n) for r in rows}
+    rows = conn.execute(text(_NEIGHBOURHOOD), {
+        "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
+        "as_of": as_of}).all()
+    mentions = [(r.a, r.b) for r in rows if r.kind == "m"][:max_edges]
+    relations = [(r.a, r.b) for r in rows if r.kind == "r"][:max_edges]
+    counts = {r.a: int(r.n) for r in rows if r.kind == "c" and r.n}
+    degrees = dict(counts)
+    for pair in relations:
+        for e in set(pair):
+            degrees[e] = degrees.get(e, 0) + 1
+    return Neighbourhood(mentions, relations, counts, degrees)
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any]]:

@@ -34,7 +34,8 @@ class VersionedRelationIn(RelationIn):
 
     @property
     def id(self) -> str:
-        base = ids.relation_id(self.subject_id, self.predicate, self.object_id)
+        base = ids.relation_id(self.subject_id, self.predicate, self.object_id,
+                               self.predicate_text)
         if self.version == 0:
             return base
         return "rel_" + hashlib.sha256(f"{base}:v{self.version}".encode()).hexdigest()
@@ -73,13 +74,14 @@ def ensure_mcp_document(conn: Connection, scope: str) -> str:
 
 
 def find_entity(
-    conn: Connection, scope: str, name: str, type_: str
+    conn: Connection, scope: str, name: str, type_: str | None
 ) -> tuple[str, str] | None:
-    """(name, type) of the scope's entity with this normalised name: same type first, else the
-    most confident one of any type; None when there is none."""
+    """(name, type) of the scope's entity with this normalised name and type; with no type
+    (None), the most confident, then oldest, one of any type; None when there is none."""
     row = conn.execute(text("""
         SELECT name, type FROM entities WHERE scope = :s AND normalized_name = :n
-        ORDER BY (type = :t) DESC, confidence DESC, id LIMIT 1"""),
+          AND (CAST(:t AS text) IS NULL OR type = :t)
+        ORDER BY confidence DESC, created_at, id LIMIT 1"""),
         {"s": scope, "n": ids.normalize_name(name), "t": type_}).first()
     return (row.name, row.type) if row else None
 
@@ -161,14 +163,14 @@ def get_fact(conn: Connection, scope: str, fact_id: str) -> StoredFact | None:
     r = conn.execute(text("""
         SELECT r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at,
                r.invalid_at, r.scope, se.name AS sn, se.type AS st, oe.name AS on_,
-               oe.type AS ot, r.attribute, r.invalidated_by, r.invalid_reason
+               oe.type AS ot, r.attribute, r.invalidated_by, r.invalid_reason, r.predicate_text
         FROM relations r JOIN entities se ON se.id = r.subject_id
         JOIN entities oe ON oe.id = r.object_id
         WHERE r.id = :id AND r.scope = :s"""), {"id": fact_id, "s": scope}).first()
     if r is None:
         return None
     fact = Fact(r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at,
-                r.invalid_at)
+                r.invalid_at, r.predicate_text)
     return StoredFact(fact, r.scope, r.sn, r.st, r.on_, r.ot, r.attribute, r.invalidated_by,
                       r.invalid_reason)
 
@@ -184,3 +186,10 @@ def entities_with_source(
         JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id
         WHERE p.entity_id = ANY(:ids) AND d.scope = :s AND d.source = :src"""),
         {"ids": list(entity_ids), "s": scope, "src": source}).scalars())
+
+
+def scope_sources(conn: Connection, scope: str) -> list[str]:
+    """The sources with documents in ``scope`` (as `krag status` lists them), sorted."""
+    return list(conn.execute(text(
+        "SELECT DISTINCT source FROM documents WHERE scope = :s ORDER BY source"),
+        {"s": scope}).scalars())

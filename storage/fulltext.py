@@ -8,17 +8,30 @@ with ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` over the scope's chunks, k1 1
 tf is the lexeme's position count and len the chunk's distinct lexeme count. (Ranking with
 ``ts_rank_cd`` of an OR-ed ``websearch_to_tsquery`` instead, no idf, found half as much:
 R@5 .25 against .49 on the shared multihop set.)
+
+Per-scope statistics (migration 0008): the document frequency of each lexeme and the scope's
+chunk count and mean length, cached in ``chunk_term_stats`` / ``chunk_scope_stats`` so query
+time BM25 (storage.evidence.chunk_fulltext) needs no pass over the scope. They are rebuilt for
+a scope by :func:`ensure_term_stats` when missing, or when the chunks table changed (its
+insert + delete counter, ``pg_stat_get_tuples_inserted/deleted``) and they are older than
+:data:`STATS_MAX_AGE_S`: between rebuilds, new chunks are found (the GIN index is always
+current) and only their lexemes' frequencies lag.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, text
+from sqlalchemy.exc import DBAPIError
+
+log = logging.getLogger(__name__)
 
 BM25_K1 = 1.5
 BM25_B = 0.75
+STATS_MAX_AGE_S = 60
 
 
 @dataclass(frozen=True)
@@ -78,3 +91,65 @@ def entity_documents(conn: Connection, entity_ids: Sequence[str]) -> dict[str, l
     for r in rows:
         out.setdefault(r.entity_id, []).append(r.uri)
     return out
+
+
+_VERSION = ("SELECT (pg_stat_get_tuples_inserted(c.oid) + pg_stat_get_tuples_deleted(c.oid)"
+            ")::bigint FROM pg_class c WHERE c.oid = 'chunks'::regclass")
+_STALE = f"""
+SELECT s.scope FROM unnest(CAST(:s AS text[])) AS s(scope)
+LEFT JOIN chunk_scope_stats t ON t.scope = s.scope
+WHERE t.scope IS NULL
+   OR (t.version <> ({_VERSION}) AND t.built_at < now() - make_interval(secs => :age))
+"""
+_REFRESH = [
+    "DELETE FROM chunk_term_stats WHERE scope = :s",
+    """INSERT INTO chunk_term_stats (scope, lexeme, df)
+       SELECT :s, u.lexeme, count(*) FROM chunks c JOIN documents d ON d.id = c.document_id,
+       unnest(c.tsv) AS u WHERE d.scope = :s GROUP BY u.lexeme""",
+    f"""INSERT INTO chunk_scope_stats (scope, chunks, avg_length, version, built_at)
+       SELECT :s, count(*), coalesce(avg(length(c.tsv)), 0), ({_VERSION}), now()
+       FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.scope = :s
+       ON CONFLICT (scope) DO UPDATE SET chunks = excluded.chunks,
+         avg_length = excluded.avg_length, version = excluded.version,
+         built_at = excluded.built_at""",
+]
+
+
+def stale_term_stats(conn: Connection, scopes: Sequence[str],
+                     max_age_s: float = STATS_MAX_AGE_S) -> list[str]:
+    """The scopes of ``scopes`` whose full-text statistics are missing, or out of date
+    (chunks changed since) and older than ``max_age_s`` seconds."""
+    return list(conn.execute(text(_STALE), {"s": list(scopes), "age": max_age_s}).scalars())
+
+
+def refresh_term_stats(conn: Connection, scope: str) -> bool:
+    """Rebuild the full-text statistics of ``scope`` on ``conn``'s transaction; False (and
+    nothing done) when another session is rebuilding them (a transaction-scoped advisory
+    lock)."""
+    if not conn.execute(text("SELECT pg_try_advisory_xact_lock(hashtext('chunk_term_stats'), "
+                             "hashtext(:s))"), {"s": scope}).scalar():
+        return False
+    for statement in _REFRESH:
+        conn.execute(text(statement), {"s": scope})
+    return True
+
+
+def ensure_term_stats(conn: Connection, scopes: Sequence[str],
+                      max_age_s: float = STATS_MAX_AGE_S) -> list[str]:
+    """Rebuild the stale statistics of ``scopes`` (see :func:`stale_term_stats`), each in a
+    transaction of its own that this function commits, on a connection with no transaction
+    open; returns the scopes rebuilt. A rebuild that fails (e.g. the statement timeout of a
+    search connection on a large scope) is logged and rolled back: BM25 then uses the exact
+    per-query statistics for that scope."""
+    stale = stale_term_stats(conn, scopes, max_age_s)
+    conn.rollback()
+    done = []
+    for scope in stale:
+        try:
+            with conn.begin():
+                if refresh_term_stats(conn, scope):
+                    done.append(scope)
+        except DBAPIError:
+            log.warning("rebuilding the full-text statistics of scope %s failed", scope,
+                        exc_info=True)
+    return done

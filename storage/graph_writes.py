@@ -35,9 +35,9 @@ ON CONFLICT (word) DO UPDATE SET n = w.n + EXCLUDED.n
 
 _RELATION_UPSERT = """
 INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
-                            embedding, valid_at, invalid_at, attribute)
+                            embedding, valid_at, invalid_at, attribute, predicate_text)
 SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
-       embedding::vector, valid_at, invalid_at, attribute
+       embedding::vector, valid_at, invalid_at, attribute, predicate_text
 FROM stage_relations
 ORDER BY id, confidence DESC
 ON CONFLICT (id) DO UPDATE SET
@@ -48,6 +48,7 @@ ON CONFLICT (id) DO UPDATE SET
     valid_at = COALESCE(r.valid_at, EXCLUDED.valid_at),
     invalid_at = COALESCE(r.invalid_at, EXCLUDED.invalid_at),
     attribute = COALESCE(r.attribute, EXCLUDED.attribute),
+    predicate_text = COALESCE(r.predicate_text, EXCLUDED.predicate_text),
     updated_at = now()
 """
 
@@ -81,15 +82,16 @@ def upsert_relations(conn: Connection, relations: Sequence[RelationIn]) -> int:
     supersede.lock_groups(conn, groups)  # before any row lock: no deadlock between writers
     rows = [
         (r.id, r.scope, r.subject_id, r.object_id, r.predicate, r.fact, float(r.confidence),
-         vector_literal(r.embedding), r.valid_at, r.invalid_at, r.attribute)
+         vector_literal(r.embedding), r.valid_at, r.invalid_at, r.attribute,
+         r.predicate_text or None)
         for r in relations
     ]
     stage(conn, "stage_relations",
           "id text, scope text, subject_id text, object_id text, predicate text, fact text, "
           "confidence real, embedding text, valid_at timestamptz, invalid_at timestamptz, "
-          "attribute text",
+          "attribute text, predicate_text text",
           ("id", "scope", "subject_id", "object_id", "predicate", "fact", "confidence",
-           "embedding", "valid_at", "invalid_at", "attribute"), rows)
+           "embedding", "valid_at", "invalid_at", "attribute", "predicate_text"), rows)
     conn.execute(text(_RELATION_UPSERT))
     prov = {(r.id, c) for r in relations for c in r.chunk_ids}
     _insert_provenance(conn, "relation_provenance", "relation_id", prov)

@@ -63,10 +63,13 @@ class RelationIn:
     attribute: str | None = None
     """Single-valued property of the subject this fact sets ("ceo"): a newer fact with the
     same subject and attribute but another object supersedes it (storage.supersede)."""
+    predicate_text: str | None = None
+    """The predicate as stated ("acquired", "was founded by"); ``predicate`` is its type."""
 
     @property
     def id(self) -> str:
-        return ids.relation_id(self.subject_id, self.predicate, self.object_id)
+        return ids.relation_id(self.subject_id, self.predicate, self.object_id,
+                               self.predicate_text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,8 @@ class Fact:
     confidence: float
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
+    predicate_text: str | None = None
+    """The predicate as stated (None when only the type is known)."""
 
 
 @dataclass(frozen=True, slots=True)

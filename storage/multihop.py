@@ -56,7 +56,7 @@ reached AS (
 ),
 hops AS (
     SELECT DISTINCT ON (r.id) r.id, r.subject_id, r.predicate, r.object_id, r.fact,
-           r.confidence, r.valid_at, r.invalid_at, x.depth + 1 AS hop,
+           r.confidence, r.valid_at, r.invalid_at, r.predicate_text, x.depth + 1 AS hop,
            x.matched + {_MATCH} AS matched, x.via
     FROM reached x
     JOIN relations r ON r.scope = ANY(:s) AND {_VALID}
@@ -73,7 +73,7 @@ ranked AS (
     LIMIT :n
 )
 SELECT h.id, h.subject_id, h.predicate, h.object_id, h.fact, h.confidence, h.valid_at,
-       h.invalid_at, h.hop, h.matched, h.via, se.name AS subject_name,
+       h.invalid_at, h.predicate_text, h.hop, h.matched, h.via, se.name AS subject_name,
        oe.name AS object_name
 FROM ranked h
 JOIN entities se ON se.id = h.subject_id
@@ -117,6 +117,6 @@ def neighbour_facts(
         "source": source, "as_of": as_of, "fanout": fanout,
         "preds": list(predicates)}).all()
     return [HopFact(Fact(r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence,
-                         r.valid_at, r.invalid_at), int(r.hop), r.subject_name, r.object_name,
-                    r.via)
+                         r.valid_at, r.invalid_at, r.predicate_text), int(r.hop),
+                    r.subject_name, r.object_name, r.via)
             for r in rows]

@@ -28,7 +28,7 @@ from storage.text_match import contains_pattern
 
 _E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
 _F = ("r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at, "
-      "r.invalid_at")
+      "r.invalid_at, r.predicate_text")
 MIN_LIKE_CHARS = 3
 # Temporal filter: facts valid at ``:as_of`` (default now). Invalidated facts (``invalid_at``
 # in the past) stay stored as history but are not retrieved unless asked "as of" earlier.
@@ -71,7 +71,7 @@ def _entity(row) -> Entity:
 
 def _fact(row) -> Fact:
     return Fact(row.id, row.subject_id, row.predicate, row.object_id, row.fact, row.confidence,
-                row.valid_at, row.invalid_at)
+                row.valid_at, row.invalid_at, row.predicate_text)
 
 
 def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:

@@ -10,8 +10,7 @@ from storage.bulk import vector_literal
 
 TABLES = ("entities", "relations", "chunks")
 _TEXTS = {
-    "entities": "SELECT id, CASE WHEN summary = '' THEN name ELSE name || ': ' || summary END "
-                "AS body FROM entities WHERE id > :after ORDER BY id LIMIT :n",
+    "entities": "SELECT id, name AS body FROM entities WHERE id > :after ORDER BY id LIMIT :n",
     "relations": "SELECT id, fact AS body FROM relations WHERE id > :after ORDER BY id LIMIT :n",
     "chunks": "SELECT id, text AS body FROM chunks WHERE id > :after ORDER BY id LIMIT :n",
 }

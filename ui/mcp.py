@@ -16,21 +16,27 @@ This module is the adapter only (schemas, transports); the tools' work is in
 :mod:`graph_flows.services.memory` and :mod:`graph_flows.services.ask`. Anticipated failures
 (limits, unknown ids, rejected facts) raise :class:`~graph_flows.services.errors.RequestError`
 there and come back as tool errors whose text says what to change; nothing else from the
-server's internals reaches the client.
+server's internals reaches the client. Arguments are checked against the published schema
+with unknown names refused (``additionalProperties: false``), and a rejected argument is one
+line too (``max_hops must be 1..3, got 4.``, as the use cases word it), not pydantic's report.
+``server_info.version`` is the installed package's version.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import logging
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ConfigDict, Field, ValidationError
 
 from graph_flows.services.ask import MAX_HOPS, MAX_LIMIT
 from graph_flows.services.errors import RequestError
@@ -39,6 +45,74 @@ from graph_flows.shared.resources import get_resources
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+DISTRIBUTION = "knowledge-rag-flow"
+_RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
+
+
+def package_version() -> str:
+    """The installed version of krag's distribution ("0+unknown" when not installed)."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def argument_error(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    """One line saying which arguments of ``tool`` to change (unknown, missing, out of range
+    or of the wrong type), named as in ``schema``."""
+    props: dict[str, Any] = schema.get("properties", {})
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]]
+    parts = []
+    for err in errors:
+        name = ".".join(str(p) for p in err["loc"]) or "arguments"
+        kind, got = err["type"], err.get("input")
+        bounds = props.get(name, {})
+        if kind == "extra_forbidden":  # a missing name it resembles, else any close name
+            near = (difflib.get_close_matches(name, missing, n=1, cutoff=0.3)
+                    or difflib.get_close_matches(name, list(props), n=1))
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            parts.append(f"unknown argument {name[:40]!r}; {hint}{tool} takes "
+                         f"{', '.join(props)}")
+        elif kind == "missing":
+            parts.append(f"missing argument {name!r}")
+        elif kind in _RANGE_ERRORS and {"minimum", "maximum"} <= set(bounds):
+            parts.append(f"{name} must be {bounds['minimum']}..{bounds['maximum']}, "
+                         f"got {str(got)[:40]}")
+        else:
+            parts.append(f"{name}: {err['msg']}, got {str(got)[:40]!r}")
+    return f"Error executing tool {tool}: " + "; ".join(parts) + "."
+
+
+def _strict(tool: Tool) -> Tool:
+    """``tool`` with unknown argument names refused (and said so in its input schema)."""
+    base = tool.fn_metadata.arg_model
+
+    class Strict(base):  # type: ignore[valid-type,misc]
+        model_config = ConfigDict(extra="forbid", title=base.__name__)
+
+    tool.fn_metadata.arg_model = Strict
+    tool.parameters = Strict.model_json_schema(by_alias=True)
+    return tool
+
+
+class _Server(MCPServer):
+    """MCPServer whose argument errors are one line (see :func:`argument_error`)."""
+
+    def __init__(self, name: str, *, tools: list[Tool], **kwargs: Any) -> None:
+        super().__init__(name, tools=tools, **kwargs)
+        self._schemas = {t.name: t.parameters for t in tools}
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if type(exc) is ToolError and isinstance(cause, ValidationError):
+                raise ToolError(argument_error(name, cause, self._schemas.get(name, {}))) \
+                    from cause
+            raise
 
 
 def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
@@ -66,9 +140,15 @@ def build_server(scope: str | None = None) -> MCPServer:
     tools = KnowledgeTools(scope)
     kag, recall_, remember_, correct_ = (_tool_errors(f) for f in (
         tools.kag_query, tools.recall, tools.remember, tools.correct))
-    server = MCPServer("krag", instructions=_INSTRUCTIONS, log_level="WARNING")
+    registered: list[Tool] = []
 
-    @server.tool(description=(
+    def tool(description: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def register(fn: Callable[..., T]) -> Callable[..., T]:
+            registered.append(_strict(Tool.from_function(fn, description=description)))
+            return fn
+        return register
+
+    @tool(description=(
         "Query the knowledge graph for entities and their relationships. Use this for "
         "questions about concepts, people, organizations, or how things relate to each other "
         "in the indexed documents. Returns entities, relations (facts with subject, predicate, "
@@ -96,7 +176,7 @@ def build_server(scope: str | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         return kag(query, entities, include_relations, max_hops, limit, source_id, recipe)
 
-    @server.tool(description=(
+    @tool(description=(
         "Search stored facts by text and meaning. Returns only facts valid now, or valid at "
         "`as_of` when given, with their ids (for `correct`), dates and sources."))
     def recall(
@@ -109,28 +189,32 @@ def build_server(scope: str | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         return recall_(query, limit, as_of)
 
-    @server.tool(description=(
+    @tool(description=(
         "Store a fact: subject -predicate-> object, with the sentence stating it. Checked like "
         "extracted knowledge (prompt-injection filter, type normalisation, minimum "
         "confidence) and linked to existing entities of the same name. Returns the fact id."))
     def remember(
         subject: Annotated[str, Field(description="Subject entity name")],
         predicate: Annotated[str, Field(
-            description="Relation: uses, contains, part_of, defines, mentions or relates_to "
-                        "(other wording is mapped)")],
+            description="The relation as you would say it ('acquired', 'was founded by', "
+                        "'uses'): kept as stated, and mapped to a relation type (uses, "
+                        "contains, part_of, defines, mentions or relates_to) as a label")],
         object: Annotated[str, Field(description="Object entity name")],  # noqa: A002
         fact: Annotated[str, Field(description="The fact as one self-contained sentence")],
-        subject_type: Annotated[str, Field(
-            description="concept, person, organization, technology, location or section")]
-        = "concept",
-        object_type: Annotated[str, Field(
-            description="concept, person, organization, technology, location or section")]
-        = "concept",
+        subject_type: Annotated[str | None, Field(
+            description="concept, person, organization, technology, location or section "
+                        "(kept as given; omitted: an existing entity of that name, else "
+                        "concept)")] = None,
+        object_type: Annotated[str | None, Field(
+            description="concept, person, organization, technology, location or section "
+                        "(kept as given; omitted: an existing entity of that name, else "
+                        "concept)")] = None,
         confidence: Annotated[float, Field(ge=0.0, le=1.0,
                                            description="How sure (0..1)")] = 0.9,
         valid_at: Annotated[str | None, Field(
             description="Optional date from which the fact holds (YYYY, YYYY-MM, YYYY-MM-DD "
-                        "or ISO 8601)")] = None,
+                        "or ISO 8601; a bare year is its first day); omitted: unknown")]
+        = None,
         attribute: Annotated[str | None, Field(
             description="Optional single-valued property of the subject this fact sets "
                         "(e.g. 'ceo', 'headquarters'): an older fact on the same subject and "
@@ -140,7 +224,7 @@ def build_server(scope: str | None = None) -> MCPServer:
         return remember_(subject, predicate, object, fact, subject_type, object_type,
                          confidence, valid_at, attribute)
 
-    @server.tool(description=(
+    @tool(description=(
         "Mark a fact as no longer valid (sets invalid_at; the fact stays in history and is "
         "hidden from kag_query and recall). Optionally give the corrected sentence, stored as "
         "a new fact between the same entities."))
@@ -155,7 +239,8 @@ def build_server(scope: str | None = None) -> MCPServer:
     ) -> dict[str, Any]:
         return correct_(fact_id, reason, replacement)
 
-    return server
+    return _Server("krag", instructions=_INSTRUCTIONS, version=package_version(),
+                   log_level="WARNING", tools=registered)
 
 
 Transport = Literal["stdio", "http"]

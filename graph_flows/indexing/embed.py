@@ -1,4 +1,10 @@
-"""Embedding texts of the graph, batched: entities as "name: description", relations as facts.
+"""Embedding texts of the graph, batched: entities by their names, relations as facts, chunks
+as their text.
+
+An entity's vector is its name's (as HippoRAG's phrase nodes): the vector fallback matches
+names a question words differently; what the entity did is matched through the fact and
+passage vectors. Embedding "name: description" instead cost 1.5x the ingest time in no-LLM
+mode (descriptions are copied sentences) for no retrieval gain on MuSiQue (docs/BENCHMARKS.md).
 
 Vectors never enter the graph state: :func:`embed_marked` runs inside the ``write`` node and
 its vectors go straight into that node's transaction; :func:`reembed_all` (``krag reembed``)
@@ -15,9 +21,9 @@ from langchain_core.embeddings import Embeddings
 from storage import KnowledgeStore, vectors
 
 
-def entity_text(name: str, summary: str) -> str:
-    """What an entity's vector represents."""
-    return f"{name}: {summary}" if summary else name
+def entity_text(name: str) -> str:
+    """What an entity's vector represents: its name."""
+    return name
 
 
 def embed_texts(
@@ -44,7 +50,7 @@ def embed_marked(
     lacks, or whose text changed)."""
     todo = [e for e in resolved["entities"] if e["embed"]] + \
         [r for r in resolved["relations"] if r["embed"]]
-    texts = [entity_text(x["name"], x["summary"]) if "name" in x else x["fact"] for x in todo]
+    texts = [entity_text(x["name"]) if "name" in x else x["fact"] for x in todo]
     found = embed_texts(embeddings, texts, batch_size)
     return {x["id"]: vector for x, vector in zip(todo, found, strict=True)}
 

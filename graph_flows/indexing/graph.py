@@ -21,7 +21,9 @@ that fails after embedding is retried or its batch claimed again, and embeds aga
 
 Invoke with ``graph_flows.services.ingest.run_indexing(inputs, IndexingContext(...))`` (it
 sets a recursion limit fit for thousands of batches) or
-``graph.invoke(inputs, context=..., config=...)``.
+``graph.invoke(inputs, context=..., config=...)``. An input key :class:`InputState` does not
+declare is a ``ValueError`` at the run's entry
+(:func:`graph_flows.shared.graph_input.refuse_unknown_keys`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from graph_flows.indexing.nodes import (
 )
 from graph_flows.indexing.resources import RECURSION_LIMIT
 from graph_flows.indexing.state import IndexingState, InputState, OutputState
+from graph_flows.shared.graph_input import refuse_unknown_keys
 from storage import DatabaseUnavailableError
 
 
@@ -84,4 +87,5 @@ for a, b in (("extract", "validate"), ("validate", "resolve"), ("resolve", "writ
              ("write", "claim_batch")):
     builder.add_edge(a, b)
 
-graph = builder.compile(name="indexing").with_config(recursion_limit=RECURSION_LIMIT)
+graph = refuse_unknown_keys(builder.compile(name="indexing"), InputState).with_config(
+    recursion_limit=RECURSION_LIMIT)

@@ -267,4 +267,5 @@ def _relation_in(r: dict[str, Any], vector: list[float] | None) -> RelationIn:
                       object_id=r["object_id"], fact=r["fact"], scope=r["scope"],
                       confidence=r["confidence"], embedding=vector,
                       valid_at=parse_date(r["valid_at"]),
-                      chunk_ids=tuple(r["chunk_ids"]), attribute=r.get("attribute"))
+                      chunk_ids=tuple(r["chunk_ids"]), attribute=r.get("attribute"),
+                      predicate_text=r.get("predicate_text"))

@@ -193,13 +193,14 @@ def build_relations(
                 counts[reason] = counts.get(reason, 0) + 1
                 continue
             kept[cid] = kept.get(cid, 0) + 1
-            rid = ids.relation_id(ends[0], rel["predicate"], ends[1])
+            rid = ids.relation_id(ends[0], rel["predicate"], ends[1], rel.get("predicate_text"))
             when = parse_date(rel.get("valid_at"))
             when_iso = when.astimezone(UTC).isoformat() if when else None
             cur = out.get(rid)
             if cur is None:
                 out[rid] = cur = {"id": rid, "subject_id": ends[0], "object_id": ends[1],
                                   "predicate": rel["predicate"], "fact": rel["fact"],
+                                  "predicate_text": rel.get("predicate_text"),
                                   "scope": scope, "confidence": rel["confidence"],
                                   "valid_at": None, "chunk_ids": [],
                                   "attribute": rel.get("attribute")}
@@ -249,7 +250,7 @@ def _entity_row(g: Group) -> dict[str, Any]:
     summary = g.summary if g.stored_summary is None or longer else g.stored_summary
     return {"id": g.id, "name": g.name, "type": g.type, "scope": g.scope, "summary": summary,
             "confidence": g.confidence, "chunk_ids": list(g.chunk_ids),
-            "embed": g.stored_id is None or not g.stored_has_embedding or longer,
+            "embed": g.stored_id is None or not g.stored_has_embedding,
             "longer_summary": longer}
 
 

@@ -1,4 +1,5 @@
-"""generate_response helpers: LLM answer (streamed), extractive no-LLM answer, empty answer."""
+"""generate_response helpers: LLM answer (streamed), extractive no-LLM answer, empty and
+"nothing relevant" answers, citations."""
 
 from __future__ import annotations
 
@@ -69,46 +70,44 @@ def _token(chunk: Any) -> str:
 
 
 def extractive_answer(
-    entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]], max_facts: int = 5,
-    *, query: str = "", passages: Sequence[dict[str, Any]] = (),
+    facts: Sequence[dict[str, Any]], *, query: str, passages: Sequence[dict[str, Any]] = (),
+    entity_names: Sequence[str] = (),
 ) -> str:
-    """Top facts and definitions, verbatim and cited, labelled as not written by a model;
-    with ``passages``, the best sentences of facts and passages for ``query`` instead."""
-    if passages:
-        return evidence_answer(query, facts, passages)
-    lines = [EXTRACTIVE_HEADER, ""]
-    if facts:
-        lines.append("Most relevant facts:")
-        lines += [f"- {f['fact']} [{f['label']}]" for f in facts[:max_facts]]
-    ranked = [e for e in entities if e.get("summary") and e.get("score", 0) > 0][:3]
-    if ranked:
-        lines += ["", "Definitions:"]
-        lines += [f"- {e['name']}: {e['summary']}" for e in ranked]
-    return "\n".join(lines)
-
-
-def evidence_answer(query: str, facts: Sequence[dict[str, Any]],
-                    passages: Sequence[dict[str, Any]]) -> str:
-    """The best sentence for ``query`` first, then a few supporting ones, each cited."""
-    picked = extractive.pick(query, facts, passages)
+    """The best sentences of facts and passages for ``query`` (:mod:`extractive`; the
+    question's ``entity_names`` from its analysis), each cited, the best one first,
+    labelled as not written by a model."""
+    picked = extractive.pick(query, facts, passages, entity_names=entity_names)
     lines = [EXTRACTIVE_HEADER, ""]
     if picked:
-        lines.append(f"{picked[0][0]} [{picked[0][1]}]")
+        lines.append(f"{picked[0].sentence} [{picked[0].label}]")
     if len(picked) > 1:
         lines += ["", "Supporting evidence:"]
-        lines += [f"- {sentence} [{label}]" for sentence, label in picked[1:]]
+        lines += [f"- {c.sentence} [{c.label}]" for c in picked[1:]]
     return "\n".join(lines)
+
+
+def _subject(query: str) -> str:
+    subject = " ".join(query.split())
+    return subject if len(subject) <= 120 else subject[:119] + "…"
 
 
 def empty_answer(query: str, closest: Sequence[str]) -> str:
     """Nothing retrieved: say so and list the closest entity names."""
-    subject = " ".join(query.split())
-    subject = subject if len(subject) <= 120 else subject[:119] + "…"
-    text = f"The knowledge base has nothing about “{subject}”."
+    text = f"The knowledge base has nothing about “{_subject(query)}”."
     if closest:
         text += " Closest entities it does know: " + ", ".join(closest) + "."
     else:
         text += " It holds no entities in this scope yet: ingest documents with `krag ingest`."
+    return text
+
+
+def nothing_relevant_answer(reason: str, closest: Sequence[str]) -> str:
+    """Something was retrieved but none of it answers the question: say so, and why (the
+    question is not repeated: it may hold names that are not the knowledge base's)."""
+    text = (f"{EXTRACTIVE_HEADER}\n\nNothing relevant found: no fact or passage in the "
+            f"knowledge base answers the question ({reason}).")
+    if closest:
+        text += " Closest entities it does know: " + ", ".join(closest) + "."
     return text
 
 

@@ -21,13 +21,14 @@ class QueryContext:
         "description": "Vector search fills up when LIKE+trigram found under this share."})
     trigram_threshold: float = field(default=0.1, metadata={
         "description": "Minimum pg_trgm similarity of a fuzzy name hit."})
-    recipe: str = field(default="split", metadata={
-        "description": "Ranking recipe: 'split' (LIKE/trigram share + vector fallback) or "
-                       "'rrf' (LIKE, trigram, summary and vector fused by Reciprocal Rank "
-                       "Fusion, near-duplicate facts dropped by MMR) or 'ppr' (passages "
+    recipe: str = field(default="ppr", metadata={
+        "description": "Ranking recipe: 'ppr' (default: the split candidates plus passages "
                        "and facts linked to the question by embedding, ranked by "
-                       "personalized PageRank over entities and passages; needs chunk "
-                       "embeddings)."})
+                       "personalized PageRank over entities and passages; without chunk "
+                       "embeddings it runs 'split' with a notice), 'split' (the seed's "
+                       "LIKE/trigram share + vector fallback) or 'rrf' (LIKE, trigram, "
+                       "summary and vector fused by Reciprocal Rank Fusion, near-duplicate "
+                       "facts dropped by MMR)."})
     passage_tokens: int = field(default=1500, metadata={
         "description": "Token budget of the <passages> section (recipe 'ppr')."})
     max_hops: int = field(default=2, metadata={

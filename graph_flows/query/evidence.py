@@ -1,43 +1,56 @@
 """Recipe ``"ppr"``: passages as evidence, the question linked to facts, personalized
 PageRank over the entity–passage graph (HippoRAG 2's design on our stack, issue 14).
 
-After the split recipe's candidates (LIKE / trigram / vector fallback, kept with their
-metrics), this module:
+The split recipe's candidates (LIKE / trigram / vector fallback, kept with their metrics)
+run on their own thread beside this module's steps:
 
-1. links the whole question to facts by embedding (storage.search.fact_vector); the ends of
+1. the question is linked to facts by embedding (storage.search.fact_vector); the ends of
    the top :data:`FACT_SEEDS` facts become entity seeds, each weighted by the fact's cosine
    (min-max scaled over the linked facts) divided by the number of passages the entity
    appears in;
-2. finds passages by embedding (HNSW) and by full text (BM25 over the GIN-indexed ``tsv``);
-   they seed PageRank with a small weight (ppr.PASSAGE_WEIGHT);
-3. pulls the bounded neighbourhood of the seeds from Postgres (storage.evidence) and runs
-   personalized PageRank (damping ppr.DAMPING) on it;
-4. ranks passages by PageRank mass; entities and facts are re-ranked by the mass of their
+2. passages are found by embedding (HNSW) and by full text (BM25 over the GIN-indexed
+   ``tsv``, with the scope's cached statistics, rebuilt here when out of date); they seed
+   PageRank with a small weight (ppr.PASSAGE_WEIGHT);
+3. the bounded neighbourhood of the seeds comes from Postgres in one statement
+   (storage.evidence.neighbourhood) with each entity's degree in the whole graph, and
+   personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
+   left outside leak (so a cut never inflates the edges kept);
+4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their
    nodes (facts: of both ends).
 
-Weights and limits are the module constants; they were not tuned on the evaluation questions.
+Weights and limits are the module constants; none was tuned on the evaluation questions
+(docs/BENCHMARKS.md says which were measured and on what).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from dataclasses import asdict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from graph_flows.query import ppr, scoring
-from storage import evidence, search
+from graph_flows.query.recipe_split import retrieve_split
+from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
+from storage import evidence, fulltext, scopes, search
 
 FACT_SEEDS = 5  # linked facts whose ends seed PageRank
 LINKED_FACTS = 20  # facts fetched by question embedding (the rest may still join the facts)
 DENSE_CHUNKS = 30  # passages fetched by embedding (seeds)
 FULLTEXT_CHUNKS = 30  # passages fetched by BM25 (seeds)
 FULLTEXT_WEIGHT = 0.5 * ppr.PASSAGE_WEIGHT
-PER_ENTITY = 20  # passages per entity in the neighbourhood
-MAX_EDGES = 5000  # neighbourhood edges of each kind
+PER_ENTITY = 20  # passages (and relations of a seed) per entity in the neighbourhood
+MAX_EDGES = 5000  # neighbourhood edges of each kind (a safety bound)
 PASSAGE_LIMIT = 10  # passages returned
 EF_SEARCH = 100
+NO_CHUNK_VECTORS = ("recipe 'ppr' needs chunk embeddings, which this store has none of yet; "
+                    "answered with the 'split' recipe (run `krag reembed` to add them)")
+
+# The split recipe's candidates run here, beside the PageRank steps: a thread of its own,
+# not the search pool, since it waits on statements it puts on that pool.
+_CANDIDATES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="krag-candidates")
 
 Run = Callable[..., Any]
 """``run(name, fn, *args)``: the retrieval runner (metrics, retry, deadline; [] on failure)."""
@@ -45,61 +58,145 @@ Spawn = Callable[..., "Future[Any]"]
 """``spawn(name, fn, *args)``: the same on the search pool, returning a future."""
 
 
-def ranked(
-    run: Run, spawn: Spawn, chain: Sequence[str], question: str, vector: list[float] | None,
-    entities: list[dict[str, Any]], facts: list[dict[str, Any]], *,
-    entity_limit: int, fact_limit: int, as_of: Any = None,
-) -> tuple[list[dict], list[dict], list[dict], dict[str, Any]]:
-    """Passages, entities and facts re-ranked by PageRank mass, and the recipe's metrics."""
-    t0 = time.perf_counter()
-    jobs = {"chunk_fulltext": spawn("chunk_fulltext", evidence.chunk_fulltext, chain,
-                                    question, FULLTEXT_CHUNKS)}
-    if vector is not None:
-        jobs["fact_question"] = spawn("fact_question", search.fact_vector, chain, vector,
-                                      LINKED_FACTS, as_of)
-        jobs["chunk_vector"] = spawn("chunk_vector", evidence.chunk_vector, chain, vector,
-                                     DENSE_CHUNKS, EF_SEARCH)
+def retrieve_ppr(
+    engine: Any, m: _Metrics, t0: float, scope: str, terms: Sequence[str],
+    predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
+    as_of: Any, question: str,
+) -> Retrieved:
+    """The split recipe's candidates and, beside them, passages and facts ranked by PageRank;
+    a scope without chunk vectors gets the split recipe's answer and a notice."""
+    chain = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    spawn = partial(_POOL.submit, m.run, engine)
+    text_job = spawn("chunk_fulltext", _fulltext, chain, question, FULLTEXT_CHUNKS)
+    vector = _embed(m, embed_query)
+    split_m = _Metrics(m.deadline)
+    base_job = _CANDIDATES.submit(
+        retrieve_split, engine, split_m, t0, scope, terms, predicates,
+        # the candidates keep their multi-hop walk, so max_hops means the same in every
+        # recipe (without it: MuSiQue R@5 the same, R@10 and Ans@ctx within noise, faster)
+        replace(cfg, recipe="split"),
+        embed_query if vector is None else lambda: vector, as_of)
+    ranked = ranked_passages(partial(m.run, engine), spawn, chain, vector, text_job, as_of)
+    base = base_job.result()
+    _merge_metrics(base.metrics, m)
+    if ranked is None:  # no chunk vectors: a notice only when there are chunks to embed
+        chunks, _ = m.run(engine, "chunk_coverage", evidence.embedding_coverage, chain) or (0, 0)
+        base.metrics.update(recipe="split", requested_recipe="ppr",
+                            notices=[NO_CHUNK_VECTORS] if chunks else [])
+        return base
+    start = time.perf_counter()
+    entities = _entities(base.entities, ranked, cfg.entity_limit)
+    facts = _facts(base.facts, ranked, entities, cfg.fact_limit)
+    ranked.steps["merge"] = _ms(start)
+    ranked.info["steps_ms"] = ranked.steps
+    base.metrics.update(recipe="ppr", candidates="split", ppr=ranked.info,
+                        total_ms=_ms(t0))
+    return Retrieved(entities, facts, base.metrics, ranked.passages)
+
+
+@dataclass
+class Ranked:
+    """What the PageRank steps found: passages in order, the mass of every node, the linked
+    facts and the rows fetched for them, the recipe's metrics and per-step milliseconds."""
+
+    passages: list[dict[str, Any]] = field(default_factory=list)
+    mass: dict[str, float] = field(default_factory=dict)
+    linked: list[search.FactHit] = field(default_factory=list)
+    seed_entities: list[str] = field(default_factory=list)
+    entity_rows: dict[str, search.Entity] = field(default_factory=dict)
+    sources: dict[str, list] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    steps: dict[str, float] = field(default_factory=dict)
+
+
+def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str], vector: list[float] | None,
+                    text_job: Future[list[evidence.ChunkHit]], as_of: Any) -> Ranked | None:
+    """Steps 1-4 of the module docstring, ``text_job`` being the full-text search already
+    under way (None: the scope has no chunk vectors)."""
+    out, start = Ranked(), time.perf_counter()
+    jobs = {} if vector is None else {
+        "fact_question": spawn("fact_question", search.fact_vector, chain, vector,
+                               LINKED_FACTS, as_of),
+        "chunk_vector": spawn("chunk_vector", evidence.chunk_vector, chain, vector,
+                              DENSE_CHUNKS, EF_SEARCH)}
     got = {k: f.result() for k, f in jobs.items()}
-    linked: list[search.FactHit] = got.get("fact_question", [])
     dense: list[evidence.ChunkHit] = got.get("chunk_vector", [])
-    text_hits: list[evidence.ChunkHit] = got["chunk_fulltext"]
-    top = linked[:FACT_SEEDS]
-    scaled = ppr.min_max({h.fact.id: h.similarity for h in linked})
-    seed_entities = list(dict.fromkeys(e for h in top for e in (h.fact.subject_id,
-                                                                   h.fact.object_id)))
-    counts = dict(run("entity_chunks", _counts, seed_entities))
+    if vector is not None and not dense:
+        text_job.cancel()
+        return None
+    out.linked = got.get("fact_question", [])
+    text_hits: list[evidence.ChunkHit] = text_job.result()
+    out.steps["search"] = _ms(start)
+    top = out.linked[:FACT_SEEDS]
+    out.seed_entities = list(dict.fromkeys(
+        e for h in top for e in (h.fact.subject_id, h.fact.object_id)))
+    ends = {i for h in out.linked for i in (h.fact.subject_id, h.fact.object_id)}
+    ents_job = spawn("fact_ends", search.entities_by_ids, chain, sorted(ends))
+    srcs_job = spawn("linked_sources", _sources, [h.fact.id for h in out.linked])
     seed_chunks = list(dict.fromkeys([h.id for h in dense] + [h.id for h in text_hits]))
-    hood = (run("neighbourhood", _hood, chain, seed_entities, seed_chunks, as_of)
+    start = time.perf_counter()
+    hood = (run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of)
             or [evidence.Neighbourhood([], [])])[0]
+    out.steps["neighbourhood"] = _ms(start)
+    start = time.perf_counter()
+    graph, order = _pagerank(out, hood, top, dense, text_hits)
+    out.steps["pagerank"] = _ms(start)
+    start = time.perf_counter()
+    out.passages = _passages(run, order, out.mass, dense, text_hits)
+    out.entity_rows = {e.id: e for e in ents_job.result()}
+    out.sources = dict(srcs_job.result())
+    out.steps["rows"] = _ms(start)
+    out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
+                "seed_passages": len(seed_chunks), "graph_nodes": len(graph.nodes),
+                "graph_edges": {"mentions": len(hood.mentions),
+                                "relations": len(hood.relations)},
+                "no_link": not top, "damping": ppr.DAMPING,
+                "passage_weight": ppr.PASSAGE_WEIGHT}
+    return out
+
+
+def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHit],
+              dense: list[evidence.ChunkHit], text_hits: list[evidence.ChunkHit],
+              ) -> tuple[ppr.Graph, list[str]]:
+    """Seeds, the graph, PageRank (its mass into ``out.mass``) and the passages in order."""
+    scaled = ppr.min_max({h.fact.id: h.similarity for h in out.linked})
     seeds = ppr.combine(
         ppr.entity_seeds([(h.fact.subject_id, h.fact.object_id, scaled[h.fact.id])
-                          for h in top], counts),
+                          for h in top], hood.chunk_counts),
         ppr.passage_seeds({h.id: h.score for h in dense}),
         ppr.passage_seeds({h.id: h.score for h in text_hits}, FULLTEXT_WEIGHT))
     graph = ppr.build_graph(hood.mentions + hood.relations, nodes=seeds)
-    mass = ppr.personalized_pagerank(graph, seeds)
-    chunk_ids = {c for _, c in hood.mentions} | set(seed_chunks)
-    order = [c for c, _ in ppr.rank(sorted(chunk_ids), mass)][:PASSAGE_LIMIT]
-    passages = _passages(run, order, mass, dense, text_hits)
-    ent_rows = _entities(run, chain, entities, seed_entities, mass, entity_limit)
-    fact_rows = _facts(run, chain, facts, linked, ent_rows, mass, fact_limit)
-    metrics = {"linked_facts": len(linked), "seed_entities": len(seed_entities),
-               "seed_passages": len(seed_chunks), "graph_nodes": len(graph.nodes),
-               "graph_edges": {"mentions": len(hood.mentions),
-                               "relations": len(hood.relations)},
-               "no_link": not top, "ppr_ms": round((time.perf_counter() - t0) * 1000, 2),
-               "damping": ppr.DAMPING, "passage_weight": ppr.PASSAGE_WEIGHT}
-    return passages, ent_rows, fact_rows, metrics
+    out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degrees)
+    chunk_ids = {c for _, c in hood.mentions} | {h.id for h in dense + text_hits}
+    return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass)][:PASSAGE_LIMIT]
 
 
-def _counts(conn: Any, ids: list[str]) -> list[tuple[str, int]]:
-    return list(evidence.entity_chunk_counts(conn, ids).items())
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 2)
+
+
+def _merge_metrics(metrics: dict[str, Any], m: _Metrics) -> None:
+    """Add ``m``'s per-method results, timings, errors and skips to ``metrics``."""
+    for key in ("results", "ms", "errors"):
+        metrics[key].update(getattr(m, key))
+    metrics["skipped"] += m.skipped
+
+
+def _fulltext(conn: Any, chain: Sequence[str], question: str, limit: int,
+              ) -> list[evidence.ChunkHit]:
+    """BM25 passages, the scopes' full-text statistics rebuilt first when out of date."""
+    fulltext.ensure_term_stats(conn, chain)
+    return evidence.chunk_fulltext(conn, chain, question, limit)
 
 
 def _hood(conn: Any, chain: Sequence[str], entity_ids: list[str], chunk_ids: list[str],
           as_of: Any) -> list[evidence.Neighbourhood]:
     return [evidence.neighbourhood(conn, chain, entity_ids, chunk_ids, per_entity=PER_ENTITY,
                                    max_edges=MAX_EDGES, as_of=as_of)]
+
+
+def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
+    return list(search.fact_sources(conn, fact_ids).items())
 
 
 def _passages(run: Run, order: list[str], mass: dict[str, float],
@@ -114,55 +211,52 @@ def _passages(run: Run, order: list[str], mass: dict[str, float],
              "methods": sorted(methods.get(row["id"], []) + ["graph"])} for row in rows]
 
 
-def _entities(run: Run, chain: Sequence[str], entities: list[dict], seeds: list[str],
-              mass: dict[str, float], limit: int) -> list[dict[str, Any]]:
+def _entities(entities: list[dict], ranked: Ranked, limit: int) -> list[dict[str, Any]]:
     """The candidates plus the linked facts' entities, by mass (candidates keep their
     order among equals); endpoint-only rows stay last."""
     known = {e["id"] for e in entities}
-    new = [i for i in seeds if i not in known]
     rows = [dict(e) for e in entities]
-    for ent in run("seed_entities", search.entities_by_ids, chain, new):
+    for i in ranked.seed_entities:
+        ent = ranked.entity_rows.get(i)
+        if i in known or ent is None:
+            continue
         rows.append({**asdict(ent), "methods": ["fact_link"], "score": 0, "similarity": 0.0,
                      "name_match": False, "summary_match": False,
                      "agreement": scoring.agreement(["fact_link"])})
     for r in rows:
-        r["mass"] = round(mass.get(r["id"], 0.0), 6)
+        r["mass"] = round(ranked.mass.get(r["id"], 0.0), 6)
     main = [r for r in rows if r.get("methods") != ["endpoint"]]
     ends = [r for r in rows if r.get("methods") == ["endpoint"]]
     main = [r for _, r in sorted(enumerate(main), key=lambda p: (-p[1]["mass"], p[0]))]
     return main[:limit] + ends
 
 
-def _facts(run: Run, chain: Sequence[str], facts: list[dict], linked: list[search.FactHit],
-           entities: list[dict], mass: dict[str, float], limit: int) -> list[dict[str, Any]]:
+def _facts(facts: list[dict], ranked: Ranked, entities: list[dict], limit: int,
+           ) -> list[dict[str, Any]]:
     """Candidate facts plus question-linked facts, by the mass of their two ends."""
     rows = {f["id"]: dict(f) for f in facts}
     names = {e["id"]: e["name"] for e in entities}
     for f in rows.values():
         names.setdefault(f["subject_id"], f["subject"])
         names.setdefault(f["object_id"], f["object"])
-    new = [h for h in linked if h.fact.id not in rows]
-    missing = sorted({i for h in new for i in (h.fact.subject_id, h.fact.object_id)}
-                     - set(names))
-    names |= {e.id: e.name for e in run("fact_ends", search.entities_by_ids, chain, missing)}
-    sources = dict(run("linked_sources", _sources, [h.fact.id for h in new]))
-    for h in new:
-        if h.fact.subject_id in names and h.fact.object_id in names:
-            rows[h.fact.id] = {
-                **asdict(h.fact), "methods": ["vector"], "text_match": False,
-                "similarity": h.similarity, "hop": None, "score": 0,
-                "agreement": scoring.agreement(["vector"]), "sources": sources.get(h.fact.id, []),
-                "subject": names[h.fact.subject_id], "object": names[h.fact.object_id]}
-    for h in linked:
+    names |= {i: e.name for i, e in ranked.entity_rows.items() if i not in names}
+    for h in ranked.linked:
+        if h.fact.id in rows or h.fact.subject_id not in names \
+                or h.fact.object_id not in names:
+            continue
+        rows[h.fact.id] = {
+            **asdict(h.fact), "methods": ["vector"], "text_match": False,
+            "similarity": h.similarity, "hop": None, "score": 0,
+            "agreement": scoring.agreement(["vector"]),
+            "sources": ranked.sources.get(h.fact.id, []),
+            "subject": names[h.fact.subject_id], "object": names[h.fact.object_id]}
+    for h in ranked.linked:
         row = rows.get(h.fact.id)
         if row is not None:
             row["linked"] = round(h.similarity, 6)
+    mass = ranked.mass
     for f in rows.values():
         f["mass"] = round(mass.get(f["subject_id"], 0.0) + mass.get(f["object_id"], 0.0), 6)
     order = sorted(enumerate(rows.values()),
                    key=lambda p: (-p[1]["mass"], -p[1].get("linked", 0.0), p[0]))
     return [f for _, f in order][:limit]
-
-
-def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
-    return list(search.fact_sources(conn, fact_ids).items())

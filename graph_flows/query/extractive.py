@@ -1,25 +1,43 @@
 """The no-LLM answer from facts and passages: the best sentences for the question, cited.
 
-Every sentence of the top passages and every top fact is a candidate. Sentences are picked
-greedily: a candidate scores by the share of the question's content words it covers that
-the picks so far do not, plus (half weight) the bridge words it contains (names of the
-retrieved facts' entities that earlier picks mention and the question does not: the bridge
-of a multi-hop question, "the founder of X" -> the founder's name), plus a prior from the
-rank of its passage or fact. Each passage gives at most one sentence; the first pick leads.
-Words are compared by their first :data:`STEM` letters (a crude stemmer: founder/founded).
+Every sentence of the top passages and every top fact is a candidate. A sentence is read
+with its *topic*: the title of its passage, or the two ends of its fact (the simplest
+coreference: "It was founded in 1987 by ..." in the article "Harrowgate Foods" is about
+Harrowgate Foods). Sentences are picked greedily: a candidate scores by the share of the
+question's content words that it and its topic cover and the picks so far do not (its
+names read from its capitalised words and its topic; the other words only when it names
+at least half of the question's names or a bridge name: "founded" said of another company
+answers nothing), where the question's *predicate* words ("founded", "born": neither names
+nor the kind of thing asked for, "which *company*", "the *company* that") count twice when
+the sentence itself says them, since they tell the sentence that answers from one that
+only names the subject; plus a small bonus when it holds a possible answer (a name the
+question does not contain, or a number for "when"/"how many"), doubled when that stands just
+after a predicate word; plus, at half weight, the bridge names it reads (names of retrieved
+entities that earlier picks say and the question does not: the bridge of a multi-hop
+question, "the founder of X" -> the founder's name); plus a small prior from the rank of
+its passage or fact. Each passage gives at most one sentence, and a sentence whose words
+the picks so far all said is skipped; a later sentence must name all the question's names,
+or add a question or bridge word and name one of the question's names or a bridge name;
+the first pick leads. Words are compared by a crude stem (:func:`stem`: founder/founded,
+use/uses).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 STEM = 5
 TOP_PASSAGES = 3  # passages that may give a sentence
-TOP_FACTS = 3  # facts that are candidates, and whose ends give the bridge words
+TOP_FACTS = 3  # facts that are candidates beside passages
+FACTS_ALONE = 20  # facts that are candidates when there are no passages (recipes split, rrf)
 MAX_SENTENCES = 3
 BRIDGE_WEIGHT = 0.5
+ANSWER_WEIGHT = 0.1
+NEAR = 3
+RANK_WEIGHT = 0.2
 MAX_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"“'(\[]?[A-Z0-9])")
@@ -29,11 +47,68 @@ than that the their them then there these they this those to us was we were what
 which while who whom whose why will with would you your about after before during many much
 one ones same some such"""
 _STOP = frozenset(_STOP_WORDS.split())
+_KIND = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]+)"
+                   r"|\bthe\s+([^\W\d_]+)\s+(?:that|who|which|whose)\b", re.I)
+_NUMBER_CUES = re.compile(r"^\s*(when|how (many|much|old|long)|in what year|what year)\b", re.I)
+
+
+def stem(word: str) -> str:
+    """A crude English stem: a lower-case word without its inflection (-ing, -ed, -s, -es,
+    -ied/-ies as -y, a final -e), cut to :data:`STEM` letters: use/uses/used/using -> "us",
+    founded/founder/founding -> "found", studied/study -> "study"."""
+    w = word.lower()
+    for suffix, keep, instead in (("ied", 2, "y"), ("ies", 2, "y"), ("ing", 2, ""),
+                                  ("ed", 2, ""), ("es", 3, ""), ("s", 3, "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= keep and not w.endswith("ss"):
+            w = w[: -len(suffix)] + instead
+            break
+    if len(w) > 2 and w.endswith("e"):
+        w = w[:-1]
+    return w[:STEM]
 
 
 def terms(text: str) -> frozenset[str]:
-    """Content-word stems of ``text`` (lower case, no stop words)."""
-    return frozenset(w[:STEM] for w in _WORD.findall(text.lower()) if w not in _STOP)
+    """Content-word stems of ``text`` (no stop words)."""
+    return frozenset(stem(w) for w in _WORD.findall(str(text).lower()) if w not in _STOP)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question's content-word stems: ``names`` (of the things it is about: capitalised
+    words after the first, numbers, the analysis' entity names) and ``other`` (the
+    predicate and the rest); ``words`` maps a stem to the word the question wrote."""
+
+    names: frozenset[str]
+    other: frozenset[str]
+    words: dict[str, str]
+    wants_number: bool = False
+    kind: frozenset[str] = frozenset()
+    """The answer's or a bridge's kind ("Which *company* ...", "how many *shops*", "the
+    *company* that ..."): not a predicate."""
+
+    @property
+    def predicate(self) -> frozenset[str]:
+        """The other words but the answer's kind."""
+        return self.other - self.kind
+
+    @property
+    def all(self) -> frozenset[str]:
+        """Every content-word stem of the question."""
+        return self.names | self.other
+
+
+def question(query: str, entity_names: Iterable[str] = ()) -> Question:
+    """Split ``query`` into name and other stems (see :class:`Question`)."""
+    tokens = _WORD.findall(query)
+    words = {stem(w): w for w in tokens if w.lower() not in _STOP}
+    named = {stem(w) for i, w in enumerate(tokens)
+             if (i > 0 and w[0].isupper()) or w[0].isdigit()}
+    for name in entity_names:
+        named |= terms(name)
+    names = frozenset(named) & frozenset(words)
+    kind = frozenset(stem(w) for m in _KIND.findall(query) for w in m if w) - names
+    return Question(names, frozenset(words) - names, words, bool(_NUMBER_CUES.search(query)),
+                    kind)
 
 
 def sentences(text: str) -> list[str]:
@@ -46,45 +121,126 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence that may answer: its rank, text, citation label, own words, topic words."""
+
+    rank: int
+    sentence: str
+    label: str
+    words: frozenset[str]
+    topic: frozenset[str]
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """What the sentence is read as saying: its words and its topic's."""
+        return self.words | self.topic
+
+    @property
+    def named(self) -> frozenset[str]:
+        """The names it reads: its capitalised words and numbers, and its topic."""
+        return self.topic | frozenset(
+            stem(w) for w in _WORD.findall(self.sentence)
+            if (w[0].isupper() or w[0].isdigit()) and w.lower() not in _STOP)
+
+
+def fact_topic(fact: dict[str, Any]) -> frozenset[str]:
+    """A fact's topic: the names of its two ends."""
+    return terms(f"{fact.get('subject', '')} {fact.get('object', '')}")
+
+
 def candidates(facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
-               ) -> list[tuple[int, str, str]]:
-    """(rank, sentence, label): every sentence of the top passages, then the top facts."""
-    out = [(rank, s, p["label"]) for rank, p in enumerate(passages[:TOP_PASSAGES])
-           for s in sentences(p.get("text", ""))]
-    return out + [(rank, " ".join(f["fact"].split()), f["label"])
-                  for rank, f in enumerate(facts[:TOP_FACTS])]
+               ) -> list[Candidate]:
+    """Every sentence of the top passages, then the top facts (all retrieved facts when
+    there are no passages); a sentence given twice counts once, at its first place, with
+    the topics of all its places (one sentence is often the text of several facts)."""
+    out = [Candidate(rank, s, p["label"], terms(s), terms(p.get("title") or ""))
+           for rank, p in enumerate(passages[:TOP_PASSAGES]) for s in sentences(p.get("text", ""))]
+    top = facts[:TOP_FACTS if passages else FACTS_ALONE]
+    out += [Candidate(rank, " ".join(f["fact"].split()), f["label"], terms(f["fact"]),
+                      fact_topic(f)) for rank, f in enumerate(top)]
+    first: dict[str, Candidate] = {}
+    for c in out:
+        seen = first.setdefault(c.sentence, c)
+        if seen is not c:
+            first[c.sentence] = replace(seen, topic=seen.topic | c.topic)
+    return list(first.values())
 
 
-def _gain(words: frozenset[str], rank: int, open_terms: frozenset[str], n_question: int,
-          bridge: frozenset[str]) -> float:
-    return (len(words & open_terms) / max(n_question, 1)
-            + BRIDGE_WEIGHT * len(words & bridge) / max(len(bridge), 1) + 1.0 / (2 + rank))
+def _answer_bonus(c: Candidate, q: Question) -> float:
+    """:data:`ANSWER_WEIGHT` when the sentence holds a possible answer: a number (for
+    "when"/"how many"), else a capitalised word (not the first) the question does not
+    contain; twice that when it stands within :data:`NEAR` words after one of
+    the question's predicate words ("born in *Lagos*", "completed in *1864*")."""
+    tokens = _WORD.findall(c.sentence)
+    spots = [i for i, t in enumerate(tokens) if (
+        t[0].isdigit() if q.wants_number else (i > 0 and t[0].isupper())
+    ) and stem(t) not in q.all]
+    if not spots:
+        return 0.0
+    verbs = [i for i, t in enumerate(tokens) if stem(t) in q.predicate]
+    near = any(0 < s - v <= NEAR for s in spots for v in verbs)
+    return ANSWER_WEIGHT * (1 + near)
+
+
+def _gain(c: Candidate, q: Question, covered: frozenset[str], bridge: frozenset[str]
+          ) -> tuple[float, float]:
+    """(score, what it adds in question and bridge words) of ``c`` given the picks so far."""
+    open_terms = q.all - covered
+    said = len(c.named & open_terms & q.names)
+    if _about(c, q, bridge):
+        said += len(c.reads & open_terms & q.other) + len(c.words & open_terms & q.predicate)
+    bridged = len(c.named & bridge - covered) / max(len(bridge), 1)
+    adds = said / max(len(q.all), 1) + BRIDGE_WEIGHT * bridged
+    score = adds + _answer_bonus(c, q) + RANK_WEIGHT / (1 + c.rank)
+    return score, adds
+
+
+def _about(c: Candidate, q: Question, bridge: frozenset[str]) -> bool:
+    """Whether the sentence is about what the question asks: it names at least half of the
+    question's names (capitalised, or by its topic) or a bridge name, or the question names
+    nothing. Only then do the question's other words count for it ("founded" said of
+    another company answers nothing)."""
+    hits = len(c.named & q.names)
+    return not q.names or (hits > 0 and 2 * hits >= len(q.names)) or bool(c.named & bridge)
+
+
+def _supports(c: Candidate, adds: float, q: Question, bridge: frozenset[str]) -> bool:
+    """Whether a sentence may follow the lead: it names every thing the question names, or
+    it adds a question or bridge word and names one of the question or a bridge name
+    (any word when the question names nothing)."""
+    if q.names and q.names <= c.named:
+        return True
+    return adds > 0 and (not q.names or bool(c.named & (q.names | bridge)))
 
 
 def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
-         limit: int = MAX_SENTENCES) -> list[tuple[str, str]]:
-    """(sentence, label) to answer with, best first, chosen greedily: each pick scores by
-    the question words still uncovered, the bridge words (entity names the picks so far
-    mention, beyond the question's) and its rank; a sentence adding no new word, or from a
-    passage already used, is skipped."""
-    question = terms(query)
-    names = [terms(f"{f.get(k, '')}") for f in facts for k in ("subject", "object")]
-    pool = [(terms(s), rank, s, label) for rank, s, label in candidates(facts, passages)]
-    covered: set[str] = set()
+         limit: int = MAX_SENTENCES, entity_names: Iterable[str] = ()) -> list[Candidate]:
+    """Sentences to answer with, best first, chosen greedily (see the module docstring)."""
+    q = question(query, entity_names)
+    names = [terms(n) for f in facts for n in (f.get("subject", ""), f.get("object", ""))]
+    names += [terms(p.get("title") or "") for p in passages[:TOP_PASSAGES]]
+    pool = candidates(facts, passages)
+    covered: frozenset[str] = frozenset()
     bridge: frozenset[str] = frozenset()
     used: set[str] = set()
-    out: list[tuple[str, str]] = []
+    said: frozenset[str] = frozenset()
+    out: list[Candidate] = []
     while pool and len(out) < limit:
-        fresh = [c for c in pool if not c[0] <= covered and c[3] not in used]
-        if not fresh:
+        scored = [(_gain(c, q, covered, bridge), c) for c in pool
+                  if c.label not in used and not c.words <= said]
+        if not scored:
             break
-        open_terms = question - covered
-        words, _, sentence, label = max(
-            fresh, key=lambda c: _gain(c[0], c[1], open_terms, len(question), bridge))
-        out.append((sentence, label))
-        pool.remove((words, _, sentence, label))
-        covered |= words
-        bridge |= frozenset().union(*(n for n in names if n and n <= words)) - question
-        if label.startswith("P"):
-            used.add(label)
+        if out:
+            scored = [(g, c) for g, c in scored if _supports(c, g[1], q, bridge)]
+            if not scored:
+                break
+        (_, adds), best = max(scored, key=lambda sc: sc[0][0])
+        out.append(best)
+        pool.remove(best)
+        covered |= best.reads & (q.all | bridge)
+        said |= best.words
+        bridge |= frozenset().union(*(n for n in names if n and n <= best.words)) - q.all
+        if best.label.startswith("P"):
+            used.add(best.label)
     return out

@@ -1,7 +1,9 @@
 """The query graph: analyze_query -> retrieve_knowledge -> build_context -> generate_response.
 
 ``QueryContext.generate_answer=False`` ends the run after build_context (retrieval and
-context only, no answer model): one graph serves answers and plain retrieval.
+context only, no answer model): one graph serves answers and plain retrieval. An input key
+:class:`QueryInput` does not declare fails the run at its entry
+(:func:`graph_flows.shared.graph_input.refuse_unknown_keys`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from graph_flows.query.analyze import InvalidQueryError
 from graph_flows.query.context import QueryContext
 from graph_flows.query.nodes import (
     analyze_query,
@@ -19,6 +22,7 @@ from graph_flows.query.nodes import (
     retrieve_knowledge,
 )
 from graph_flows.query.state import QueryInput, QueryOutput, QueryState
+from graph_flows.shared.graph_input import refuse_unknown_keys
 
 
 def after_context(
@@ -44,4 +48,4 @@ builder.add_edge("retrieve_knowledge", "build_context")
 builder.add_conditional_edges("build_context", after_context)
 builder.add_edge("generate_response", END)
 
-graph = builder.compile(name="query")
+graph = refuse_unknown_keys(builder.compile(name="query"), QueryInput, InvalidQueryError)

@@ -1,19 +1,40 @@
-"""Mermaid diagram of retrieved entities and facts, safe against hostile names.
+"""Mermaid diagram that explains an answer: the cited facts and the paths between the
+question's entities, safe against hostile names.
+
+What is drawn, in this order, while it fits ``max_nodes``: the facts the answer cites; the
+shortest paths (over the retrieved facts, best-ranked edges first) between the entities the
+question names and the cited facts' ends; then the best-ranked facts that touch what is
+drawn, so the diagram stays connected instead of showing unrelated pairs. One real entity
+is one node: ends are merged by entity id and by normalised name. An edge carries the fact's
+own predicate text (``predicate_text``, else its relation type); a fact with only the
+generic ``relates_to`` is a plain line. With no fact at all, the top entities are drawn.
+The entities the question names and the cited edges are highlighted.
 
 Node ids are generated (``n1``, ``n2``...), never derived from user text. Every label is
 quoted and every character outside a small safe set is written as a Mermaid entity code
 (``#60;`` for ``<``), so quotes, brackets, pipes, newlines, ``<script>``, backticks (markdown
-strings) or keywords like ``end`` / ``click`` cannot break the syntax or inject directives.
+strings) or keywords like ``end`` / ``click`` cannot break the syntax or inject directives;
+the lines without a label hold generated ids and fixed text only.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Any
 
+from graph_flows.query.extractive import Question, terms
+
 _SAFE = re.compile(r"[A-Za-z0-9 .,:;!?()+\-_/@]")
+_NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 MAX_LABEL = 60
+GENERIC = "relates_to"
+MAX_SEEDS = 6  # question entities and cited ends whose connecting paths are drawn
+ASKED_STYLE = "classDef asked fill:#fef3c7,stroke:#b45309"
+CITED_STYLE = "stroke:#b45309,stroke-width:2px"
 
 
 def escape_label(text: str, max_len: int = MAX_LABEL) -> str:
@@ -24,30 +45,158 @@ def escape_label(text: str, max_len: int = MAX_LABEL) -> str:
     return "".join(ch if _SAFE.fullmatch(ch) else f"#{ord(ch)};" for ch in flat) or "#32;"
 
 
+def node_key(name: str) -> str:
+    """What makes two names one node: case, punctuation and spacing folded."""
+    return " ".join(_NOT_WORD.sub(" ", str(name).casefold()).split()) or str(name)
+
+
+def edge_label(fact: dict[str, Any]) -> str:
+    """The fact's own predicate text, else its relation type; "" for the generic one."""
+    label = " ".join(str(fact.get("predicate_text") or fact.get("predicate") or "").split())
+    return "" if label in ("", GENERIC) else label
+
+
+@dataclass
+class _Drawing:
+    """Nodes (key -> display name, in order) and edges drawn so far, within ``limit``."""
+
+    limit: int
+    names: dict[str, str] = field(default_factory=dict)
+    edges: dict[tuple[str, str, str], bool] = field(default_factory=dict)  # -> cited
+
+    def fits(self, keys: Iterable[str]) -> bool:
+        return len(self.names.keys() | set(keys)) <= self.limit
+
+    def add_node(self, key: str, name: str) -> bool:
+        if key not in self.names and not self.fits([key]):
+            return False
+        self.names.setdefault(key, name)
+        return True
+
+    def add_edges(self, edges: Sequence[tuple[str, str, dict[str, Any]]],
+                  names: dict[str, str], cited: frozenset[str] = frozenset()) -> bool:
+        """Add all of ``edges`` (a path) or none of them."""
+        if not self.fits(k for a, b, _ in edges for k in (a, b)):
+            return False
+        for a, b, fact in edges:
+            self.names.setdefault(a, names[a])
+            self.names.setdefault(b, names[b])
+            label = edge_label(fact)
+            if not label and any({x, y} == {a, b} for x, _, y in self.edges):
+                continue  # a plain line beside a labelled edge says nothing more
+            key = (a, label, b)
+            self.edges[key] = self.edges.get(key, False) or fact.get("id") in cited
+        return True
+
+
+def _graph(entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]],
+           ) -> tuple[dict[str, str], dict[str, str], list[tuple[str, str, dict[str, Any]]]]:
+    """(entity id -> node key, node key -> display name, edges (key, key, fact) in rank
+    order, self-loops of merged nodes dropped)."""
+    key_of: dict[str, str] = {}
+    names: dict[str, str] = {}
+    pairs = [(e.get("id"), e.get("name")) for e in entities]
+    pairs += [(f.get(f"{end}_id"), f.get(end)) for f in facts for end in ("subject", "object")]
+    for eid, name in pairs:
+        if eid is None or eid in key_of:
+            continue
+        key = node_key(name if name is not None else "?")
+        key_of[eid] = key
+        names.setdefault(key, str(name if name is not None else "?"))
+    edges = [(key_of[f["subject_id"]], key_of[f["object_id"]], f) for f in facts
+             if key_of[f["subject_id"]] != key_of[f["object_id"]]]
+    return key_of, names, edges
+
+
+def _shortest(edges: Sequence[tuple[str, str, dict[str, Any]]], start: str, goal: str,
+              ) -> list[tuple[str, str, dict[str, Any]]] | None:
+    """The fewest facts linking ``start`` to ``goal`` (either direction), preferring the
+    best-ranked edge at each step; None when they are not connected."""
+    adjacent: dict[str, list[tuple[str, tuple[str, str, dict[str, Any]]]]] = {}
+    for edge in edges:
+        adjacent.setdefault(edge[0], []).append((edge[1], edge))
+        adjacent.setdefault(edge[1], []).append((edge[0], edge))
+    came: dict[str, tuple[str, tuple[str, str, dict[str, Any]]] | None] = {start: None}
+    todo = deque([start])
+    while todo:
+        here = todo.popleft()
+        if here == goal:
+            path = []
+            while came[here] is not None:
+                here, edge = came[here]  # type: ignore[misc]
+                path.append(edge)
+            return path[::-1]
+        for there, edge in adjacent.get(here, []):
+            if there not in came:
+                came[there] = (here, edge)
+                todo.append(there)
+    return None
+
+
+def asked_keys(names: dict[str, str], question: Question | None) -> list[str]:
+    """Nodes whose name the question spells out (every content word of the name in it)."""
+    if question is None:
+        return []
+    asked = question.all
+    return [k for k, name in names.items() if (words := terms(name)) and words <= asked]
+
+
 def build_mermaid(
-    entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]], max_nodes: int = 20
+    entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]], max_nodes: int = 20,
+    *, question: Question | None = None, cited: Sequence[str] = (),
 ) -> str:
-    """``graph LR`` of the most relevant facts' endpoints, then leftover top entities."""
+    """``graph LR`` of the cited facts (ids in ``cited``), the paths between the entities
+    the ``question`` names, and the best-ranked facts connected to them."""
     if max_nodes < 1:
         raise ValueError("max_nodes must be at least 1")
-    ids: dict[str, str] = {}
-    labels: dict[str, str] = {e["id"]: e["name"] for e in entities}
-    edges: list[tuple[str, str, str]] = []
-    for f in facts:  # most relevant first
-        ends = [f["subject_id"], f["object_id"]]
-        new = [e for e in dict.fromkeys(ends) if e not in ids]
-        if len(ids) + len(new) > max_nodes:
-            continue
-        for e in new:
-            ids[e] = f"n{len(ids) + 1}"
-        labels.setdefault(f["subject_id"], f.get("subject", "?"))
-        labels.setdefault(f["object_id"], f.get("object", "?"))
-        edges.append((ids[f["subject_id"]], f["predicate"], ids[f["object_id"]]))
+    key_of, names, edges = _graph(entities, facts)
+    drawing = _Drawing(max_nodes)
+    cited_ids = frozenset(cited)
+    for edge in (e for e in edges if e[2].get("id") in cited_ids):
+        drawing.add_edges([edge], names, cited_ids)
+    asked = asked_keys(names, question)
+    seeds = list(dict.fromkeys([*asked, *drawing.names]))[:MAX_SEEDS]
+    for a, b in combinations(seeds, 2):
+        path = _shortest(edges, a, b)
+        if path:
+            drawing.add_edges(path, names, cited_ids)
+    for key in asked:
+        drawing.add_node(key, names[key])
+    _grow(drawing, edges, names, cited_ids)
     for e in entities:
-        if len(ids) >= max_nodes:
+        if drawing.edges or not drawing.add_node(key_of[e["id"]], names[key_of[e["id"]]]):
             break
-        ids.setdefault(e["id"], f"n{len(ids) + 1}")
+    return _render(drawing, set(asked))
+
+
+def _grow(drawing: _Drawing, edges: Sequence[tuple[str, str, dict[str, Any]]],
+          names: dict[str, str], cited: frozenset[str]) -> None:
+    """Add the best-ranked facts touching the drawing (the best fact when it is empty)
+    until nothing more fits or connects."""
+    left = list(edges)
+    grown = True
+    while grown and left:
+        grown = False
+        for edge in list(left):
+            touches = not drawing.names or edge[0] in drawing.names or edge[1] in drawing.names
+            if touches:
+                left.remove(edge)
+                grown = drawing.add_edges([edge], names, cited) or grown
+                if grown:
+                    break
+
+
+def _render(drawing: _Drawing, asked: set[str]) -> str:
+    ids = {key: f"n{i}" for i, key in enumerate(drawing.names, start=1)}
     lines = ["graph LR"]
-    lines += [f'    {node}["{escape_label(labels.get(eid, "?"))}"]' for eid, node in ids.items()]
-    lines += [f'    {a} -->|"{escape_label(p, 30)}"| {b}' for a, p, b in dict.fromkeys(edges)]
+    lines += [f'    {ids[k]}["{escape_label(name)}"]' for k, name in drawing.names.items()]
+    for a, label, b in drawing.edges:
+        lines.append(f'    {ids[a]} -->|"{escape_label(label, 30)}"| {ids[b]}' if label
+                     else f"    {ids[a]} --- {ids[b]}")
+    marked = [ids[k] for k in drawing.names if k in asked]
+    if marked:
+        lines += [f"    {ASKED_STYLE}", f"    class {','.join(marked)} asked"]
+    links = [str(i) for i, cited in enumerate(drawing.edges.values()) if cited]
+    if links:
+        lines.append(f"    linkStyle {','.join(links)} {CITED_STYLE}")
     return "\n".join(lines)

@@ -17,7 +17,7 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from graph_flows.query import analyze, answer, retrieval, scoring, sections
+from graph_flows.query import analyze, answer, extractive, retrieval, scoring, sections
 from graph_flows.query.context import QueryContext
 from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
@@ -135,14 +135,15 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
 
 def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     """<definitions>, numbered <facts>, numbered <passages> (when the recipe ranked
-    passages) and the Mermaid diagram."""
+    passages) and the Mermaid diagram of the paths between the question's entities."""
     ctx = _ctx(runtime)
     facts = [dict(f) for f in state.get("facts", [])]
     sections.label_facts(facts)
     entities = state.get("entities", [])
+    question = extractive.question(state["query"], _asked_names(state))
     out = {"facts": facts, "definitions": sections.definitions_text(entities),
            "facts_text": sections.facts_text(facts),
-           "mermaid": build_mermaid(entities, facts, ctx.max_diagram_nodes)}
+           "mermaid": build_mermaid(entities, facts, ctx.max_diagram_nodes, question=question)}
     if state.get("passages"):
         passages = sections.fit_passages(state["passages"], ctx.passage_tokens)
         out |= {"passages": passages, "passages_text": sections.passages_text(passages)}
@@ -151,7 +152,8 @@ def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str
 
 def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     """Stream the answer (LLM, or extractive in no-LLM mode); map citations to facts and
-    passages."""
+    passages; rate how well they cover the question; redraw the diagram around the cited
+    facts."""
     ctx = _ctx(runtime)
     res = get_resources()
     write = get_stream_writer()
@@ -160,20 +162,17 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         write({"token": token})
 
     entities, facts = state.get("entities", []), state.get("facts", [])
+    passages = state.get("passages", [])
+    question = extractive.question(state["query"], _asked_names(state))
     if not entities and not facts:
-        with res.store.connect() as conn:
-            visible = state.get("search_metrics", {}).get("scopes") or state["scope"]
-            closest = search.closest_entities(conn, visible, state["query"][:200])
-        text = answer.empty_answer(state["query"], [e.name for e in closest])
+        text = answer.empty_answer(state["query"], _closest(res, state))
         emit(text)
         return {"answer": text, "answer_mode": "empty", "citations": [], "errors": [],
-                "answer_confidence": scoring.answer_confidence([], [])}
-    passages = state.get("passages", [])
+                "answer_confidence": scoring.answer_confidence(question, [], retrieved=False)}
     text, errors = _llm_text(res, ctx, state, emit)
-    mode = "llm"
+    mode, confidence = "llm", None
     if not text:
-        text = answer.extractive_answer(entities, facts, query=state["query"],
-                                        passages=passages)
+        text, confidence = _extractive_text(state, question, entities)
         mode = "extractive"
         for line in text.splitlines(keepends=True):
             emit(line)
@@ -181,8 +180,50 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
     if unknown:
         what = "fact or passage" if passages else "fact"
         errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved {what}")
+    confidence = confidence or scoring.answer_confidence(question, cited)
+    diagram = build_mermaid(entities, facts, ctx.max_diagram_nodes, question=question,
+                            cited=_diagram_cited(text, mode, cited, facts))
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
-            "answer_confidence": scoring.answer_confidence(cited, facts)}
+            "answer_confidence": confidence, "mermaid": diagram}
+
+
+def _diagram_cited(text: str, mode: str, cited: list[dict[str, Any]],
+                   facts: list[dict[str, Any]]) -> list[str]:
+    """Facts the diagram marks as cited: those the answer cites and, for an extractive
+    answer, those whose sentence it quotes (from a cited passage)."""
+    ids = [c["fact_id"] for c in cited if "fact_id" in c]
+    if mode == "extractive":
+        said = " ".join(text.split())
+        ids += [f["id"] for f in facts if " ".join(f["fact"].split()) in said]
+    return ids
+
+
+def _asked_names(state: QueryState) -> list[str]:
+    """The names the question asks about, from its analysis and the caller's hints."""
+    return [*(state.get("analysis") or {}).get("entities", []), *state.get("entity_hints", [])]
+
+
+def _closest(res: Any, state: QueryState) -> list[str]:
+    """Names of the scope's entities closest to the question (trigram), for an empty answer."""
+    with res.store.connect() as conn:
+        visible = state.get("search_metrics", {}).get("scopes") or state["scope"]
+        return [e.name for e in search.closest_entities(conn, visible, state["query"][:200])]
+
+
+def _extractive_text(state: QueryState, question: extractive.Question,
+                     entities: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
+    """The no-LLM answer and its confidence: the best cited sentences, or, when what they
+    cite covers none of the question (confidence "none"), a plain "nothing relevant found"
+    naming what it does know."""
+    facts, passages = state.get("facts", []), state.get("passages", [])
+    text = answer.extractive_answer(facts, query=state["query"], passages=passages,
+                                    entity_names=_asked_names(state))
+    cited, _ = answer.citations(text, facts, passages)
+    confidence = scoring.answer_confidence(question, cited)
+    if confidence["label"] != "none":
+        return text, confidence
+    closest = [e["name"] for e in entities[:5]]
+    return answer.nothing_relevant_answer(confidence["reason"], closest), confidence
 
 
 def _llm_text(res: Any, ctx: QueryContext, state: QueryState,

@@ -4,7 +4,8 @@ The graph is undirected and weighted: an entity–passage edge for each provenan
 entity–entity edge for each relation (parallel relations add weight). PageRank runs by power
 iteration on the column-stochastic transition matrix, kept as edge arrays (a sparse
 matrix-vector product is one ``numpy.bincount``); the mass of a node without edges returns to
-the seed distribution, so the scores always sum to one.
+the seed distribution, so the scores sum to one (under one when whole-graph degrees are given
+for a neighbourhood: the mass of the edges left outside leaks).
 
 Seeds (HippoRAG 2): an entity gets ``fact score / number of passages it appears in`` summed
 over the linked facts it is an end of (rare entities say more than ubiquitous ones), with the
@@ -59,10 +60,17 @@ def build_graph(edges: Iterable[tuple[str, str]], nodes: Iterable[str] = ()) -> 
 
 def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
                           damping: float = DAMPING, iterations: int = ITERATIONS,
-                          tolerance: float = TOLERANCE) -> dict[str, float]:
+                          tolerance: float = TOLERANCE,
+                          degrees: Mapping[str, float] | None = None) -> dict[str, float]:
     """PageRank mass of every node for restarts drawn from ``seeds`` (weights, normalised;
     unknown ids and non-positive weights ignored). ``damping`` is the chance to follow an
-    edge rather than restart. No usable seed: an empty result."""
+    edge rather than restart. No usable seed: an empty result.
+
+    ``degrees``: a node's degree in the whole graph when ``graph`` is only a neighbourhood
+    of it. A node then passes each kept edge ``weight / degree`` of its mass (not ``weight /
+    kept weight``), and the share of the edges left outside leaks: a hub whose edges were
+    cut to a few keeps giving each of them what the whole graph would, instead of
+    inflating them (the local approximation of PageRank; the masses then sum to under one)."""
     n = len(graph.nodes)
     index = graph.index
     reset = np.zeros(n)
@@ -73,6 +81,9 @@ def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
         return {}
     reset /= reset.sum()
     out_weight = np.bincount(graph.src, weights=graph.weight, minlength=n)
+    if degrees:
+        full = np.array([float(degrees.get(node, 0.0)) for node in graph.nodes])
+        out_weight = np.maximum(out_weight, full)
     share = graph.weight / np.where(out_weight[graph.src] > 0, out_weight[graph.src], 1.0)
     dangling = out_weight == 0
     rank = reset.copy()

@@ -6,6 +6,8 @@ import math
 import re
 from collections.abc import Sequence
 
+from graph_flows.query import extractive
+
 NAME_MATCH, SUMMARY_MATCH, BASE = 3, 2, 1
 FACT_TEXT_MATCH, BOTH_ENDPOINTS, ONE_ENDPOINT = 2, 3, 1
 
@@ -95,34 +97,60 @@ def agreement(methods: Sequence[str]) -> str:
     return "low"
 
 
-_LEVELS = ("high", "medium", "low")
+def evidence_terms(cited: Sequence[dict]) -> frozenset[str]:
+    """Content-word stems of what an answer cites: a fact's sentence and the names of its
+    two ends; a passage's text and its document's title."""
+    texts = [" ".join(str(c.get(k) or "") for k in ("fact", "subject", "object", "text",
+                                                   "title")) for c in cited]
+    return extractive.terms(" ".join(texts))
 
 
-def answer_confidence(cited: Sequence[dict], facts: Sequence[dict]) -> dict[str, str]:
-    """One label for an answer from the agreement of the facts it cites (by ``fact_id``;
-    cited passages do not count).
+def _kinds(cited: Sequence[dict]) -> str:
+    facts = sum("passage_id" not in c for c in cited)
+    passages = len(cited) - facts
+    parts = [f"cited {noun}{'s' if n > 1 else ''}" for n, noun in
+             ((facts, "fact"), (passages, "passage")) if n]
+    return " and ".join(parts)
 
-    "high": at least half of the cited facts were found by two or more methods; "medium":
-    some cited fact was found by at least one lexical or graph method; "low": only
-    vector-found facts cited, or none cited although facts were retrieved; "none": nothing
-    was retrieved."""
-    if not facts:
+
+def _shown(hit: frozenset[str], q: extractive.Question) -> str:
+    """`` (Word, Word)``: the question's own spelling of the covered stems, in its order."""
+    shown = ", ".join(w for t, w in q.words.items() if t in hit)
+    return f" ({shown})" if shown else ""
+
+
+def answer_confidence(question: extractive.Question, cited: Sequence[dict],
+                      retrieved: bool = True) -> dict[str, str]:
+    """How well what the answer cites covers *this* question: the names in it (the things
+    it asks about) and its other words (the predicate), by content-word stems.
+
+    "high": every name and at least half of the other words; "medium": every name, or at
+    least half of each; "low": some of them; "none": nothing was retrieved, the answer cites
+    nothing, or what it cites names none of the question's names (and, for a question
+    without names, none of its words)."""
+    if not retrieved:
         return {"label": "none", "reason": "nothing was retrieved"}
-    by_id = {f["id"]: f.get("agreement", "low") for f in facts}
-    labels = [by_id.get(c.get("fact_id"), "low") for c in cited if "passage_id" not in c]
-    if not labels:
-        return {"label": "low", "reason": "the answer cites none of the retrieved facts"}
-    n = {level: labels.count(level) for level in _LEVELS}
-    if 2 * n["high"] >= len(labels):
+    if not cited:
+        return {"label": "none", "reason": "the answer cites no retrieved fact or passage"}
+    found = evidence_terms(cited)
+    names, other = question.names & found, question.other & found
+    whole_names = names == question.names
+    half_other = 2 * len(other) >= len(question.other)
+    if (question.names and not names) or not (names or other):
+        label = "none"
+    elif whole_names and half_other:
         label = "high"
-    elif n["high"] or n["medium"]:
+    elif whole_names or (2 * len(names) >= len(question.names) and half_other):
         label = "medium"
     else:
         label = "low"
-    noun = "fact" if len(labels) == 1 else "facts"
-    verb = "was" if n["high"] == 1 else "were"
-    reason = (f"{n['high']} of {len(labels)} cited {noun} {verb} found by two or more "
-              "search methods")
-    if label == "low":
-        reason = f"the {len(labels)} cited fact(s) were found by vector similarity only"
+    parts = []
+    if question.names:
+        parts.append(f"{len(names)} of the question's {len(question.names)} names"
+                     + _shown(names, question))
+    if question.other:
+        parts.append(f"{len(other)} of its {len(question.other)} other words"
+                     + _shown(other, question))
+    verb = "covers" if len(cited) == 1 else "cover"
+    reason = f"the {_kinds(cited)} {verb} " + " and ".join(parts or ["none of its words"])
     return {"label": label, "reason": reason}

@@ -45,7 +45,7 @@ class QueryState(QueryInput, total=False):
     facts_text: str
     """The <facts> section."""
     mermaid: str
-    """Mermaid diagram of the retrieved entities and relations."""
+    """Mermaid diagram: the cited facts and the paths between the question's entities."""
     answer: str
     """The final answer text."""
     answer_mode: str
@@ -54,8 +54,9 @@ class QueryState(QueryInput, total=False):
     """What the answer cites: facts (label, fact_id, fact text, sources) and passages
     (label, passage_id, text, document_id, uri, title, source)."""
     answer_confidence: dict[str, str]
-    """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason, from the
-    agreement of the cited facts (scoring.answer_confidence)."""
+    """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason: how well the
+    cited facts and passages cover the question's names and other words
+    (scoring.answer_confidence); 'none' when nothing relevant was found."""
     errors: Annotated[list[str], operator.add]
     """Degradations the user should know about (never stack traces)."""
 

@@ -36,6 +36,7 @@ def build_request(
         payload["as_of"] = as_of
     context: dict[str, Any] = {"answer_model": model} if model else {}
     if max_hops is not None:
+        check_hops(max_hops)
         context["max_hops"] = max_hops
     return payload, context
 
@@ -65,6 +66,11 @@ def ask(
         return run_query_streaming(payload, context, on_token)
 
 
+def check_hops(max_hops: int) -> None:
+    """The one check (and message) of ``max_hops`` for every surface."""
+    _check(1 <= max_hops <= MAX_HOPS, f"max_hops must be 1..{MAX_HOPS}, got {max_hops}.")
+
+
 def _check(ok: bool, message: str) -> None:
     if not ok:
         raise RequestError(message)
@@ -77,7 +83,7 @@ def kag_query(
 ) -> dict[str, Any]:
     """Entities, facts and a formatted context for ``query`` in ``scope`` (no answer);
     ``passages`` (and a Passages part of the context) when the recipe ranked passages."""
-    _check(1 <= max_hops <= MAX_HOPS, f"max_hops must be 1..{MAX_HOPS}, got {max_hops}.")
+    check_hops(max_hops)
     _check(1 <= limit <= MAX_LIMIT, f"limit must be 1..{MAX_LIMIT}, got {limit}.")
     if source_id is not None:
         source_id = source_id.strip()

@@ -45,7 +45,7 @@ def neighbourhood(store: KnowledgeStore, scope: str, entity_id: str,
         ids = {f.subject_id for f in facts} | {f.object_id for f in facts} | {entity_id}
         names = {e.id: e for e in search.entities_by_ids(conn, chain, list(ids))}
     rows = [{"id": f.id, "subject_id": f.subject_id, "object_id": f.object_id,
-             "predicate": f.predicate, "fact": f.fact,
+             "predicate": f.predicate, "predicate_text": f.predicate_text, "fact": f.fact,
              "subject": names[f.subject_id].name if f.subject_id in names else "?",
              "object": names[f.object_id].name if f.object_id in names else "?"}
             for f in facts]

@@ -30,6 +30,7 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
+from storage import fulltext
 from storage.claims import local_worker_id
 
 if TYPE_CHECKING:
@@ -113,8 +114,19 @@ def ingest(
         return out
     finally:
         res.store.create_vector_indexes()
+        refresh_term_stats(res.store, scope)
         if poller:
             poller.stop()
+
+
+def refresh_term_stats(store: Any, scope: str) -> None:
+    """Rebuild the scope's full-text (BM25) statistics now that its chunks changed, so the
+    first query does not pay for it (best effort: queries rebuild stale ones themselves)."""
+    try:
+        with store.connect() as conn:
+            fulltext.ensure_term_stats(conn, [scope], max_age_s=0)
+    except Exception:  # noqa: BLE001 - logged; retrieval falls back to rebuilding
+        log.warning("refreshing the full-text statistics of %s failed", scope, exc_info=True)
 
 
 def spawn_workers(

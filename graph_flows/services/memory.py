@@ -73,7 +73,14 @@ class KnowledgeTools:
     def kag_query(self, query: str, entities: list[str] | None = None,
                   include_relations: bool = True, max_hops: int = 1, limit: int = 20,
                   source_id: str | None = None, recipe: str | None = None) -> dict[str, Any]:
-        """See :func:`graph_flows.services.ask.kag_query`."""
+        """See :func:`graph_flows.services.ask.kag_query`; an unknown ``source_id`` is a
+        :class:`RequestError` (not an empty result that reads like "nothing known")."""
+        if source_id is not None and source_id.strip():
+            with get_resources().store.connect() as conn:
+                known = facts.scope_sources(conn, self.scope)
+            _check(source_id.strip() in known,
+                   f"no source {source_id.strip()[:80]!r} in scope {self.scope!r}; known "
+                   f"sources: {', '.join(known[:20]) or 'none'} (`krag status` lists them).")
         return ask.kag_query(self.scope, query, entities, include_relations, max_hops, limit,
                              source_id, recipe)
 
@@ -102,7 +109,8 @@ class KnowledgeTools:
                 conn, scope, sorted({i for f in kept for i in (f.subject_id, f.object_id)}))}
             sources = search.fact_sources(conn, [f.id for f in kept])
         out = [{"id": f.id, "subject": names.get(f.subject_id, ""), "predicate": f.predicate,
-                "object": names.get(f.object_id, ""), "fact": f.fact,
+                "predicate_text": f.predicate_text, "object": names.get(f.object_id, ""),
+                "fact": f.fact,
                 "confidence": f.confidence, "valid_at": iso(f.valid_at),
                 "invalid_at": iso(f.invalid_at), "score": round(scores[f.id], 4),
                 "sources": sources.get(f.id, [])} for f in kept]
@@ -112,10 +120,15 @@ class KnowledgeTools:
     # -- remember --------------------------------------------------------------------------
     def remember(
         self, subject: str, predicate: str, object: str, fact: str,  # noqa: A002
-        subject_type: str = "concept", object_type: str = "concept", confidence: float = 0.9,
-        valid_at: str | None = None, attribute: str | None = None,
+        subject_type: str | None = None, object_type: str | None = None,
+        confidence: float = 0.9, valid_at: str | None = None, attribute: str | None = None,
     ) -> dict[str, Any]:
-        """Store a caller's fact (validated like extracted knowledge) with MCP provenance."""
+        """Store a caller's fact (validated like extracted knowledge) with MCP provenance.
+
+        The predicate is kept as stated (``predicate_text``) and mapped to a relation type
+        (``predicate``) as a label; a given type is kept (an entity of the same name and type
+        is reused), an omitted one reuses a stored entity of that name of any type, else
+        ``concept``. Without ``valid_at`` the fact's start is unknown (None), not "now"."""
         if attribute is not None and attribute.strip():
             _check(normalize_attribute(attribute) is not None,
                    f"attribute {attribute[:40]!r} is not a property name: use snake_case "
@@ -125,12 +138,15 @@ class KnowledgeTools:
         with get_resources().store.transaction() as conn:
             fact_id = facts.remember_fact(conn, self.scope, ents, relation, relation.fact)
             closed = facts.superseded_by(conn, fact_id)
-        return {"stored": True, "fact_id": fact_id, "scope": self.scope, **info,
-                "superseded": closed}
+            stored = facts.get_fact(conn, self.scope, fact_id)
+        # An undated fact that replaced another value is valid from that moment (supersede).
+        when = iso(stored.fact.valid_at) if stored else info["valid_at"]
+        return {"stored": True, "fact_id": fact_id, "scope": self.scope,
+                **info, "valid_at": when, "superseded": closed}
 
     def prepare(
-        self, subject: str, predicate: str, object_: str, fact: str, subject_type: str,
-        object_type: str, confidence: float, valid_at: str | None,
+        self, subject: str, predicate: str, object_: str, fact: str, subject_type: str | None,
+        object_type: str | None, confidence: float, valid_at: str | None,
         attribute: str | None = None,
     ) -> Prepared:
         """Validate like extracted knowledge, resolve to stored entities, embed."""
@@ -138,8 +154,10 @@ class KnowledgeTools:
         _date(valid_at, "valid_at")
         min_conf = IndexingContext().min_confidence
         ex = Extraction(
-            entities=[ExtractedEntity(name=subject, type=subject_type, confidence=confidence),
-                      ExtractedEntity(name=object_, type=object_type, confidence=confidence)],
+            entities=[ExtractedEntity(name=subject, type=subject_type or "concept",
+                                      confidence=confidence),
+                      ExtractedEntity(name=object_, type=object_type or "concept",
+                                      confidence=confidence)],
             relations=[ExtractedRelation(subject=subject, predicate=predicate, object=object_,
                                          fact=fact, confidence=confidence,
                                          valid_at=valid_at or None, attribute=attribute)])
@@ -147,19 +165,14 @@ class KnowledgeTools:
         if not result.relations:
             raise RequestError(rejection(result.dropped, min_conf))
         rel = result.relations[0]
-        by_name = {e.name: e for e in result.entities}
         res, scope = get_resources(), self.scope
-        chosen: list[tuple[str, str, float]] = []
-        with res.store.connect() as conn:
-            for name in (rel.subject, rel.object):
-                ent = by_name[name]
-                stored = facts.find_entity(conn, scope, ent.name, ent.type)
-                chosen.append((*(stored or (ent.name, ent.type)), ent.confidence))
+        chosen = _stored_entities(scope, result.entities, (
+            (rel.subject, subject_type), (rel.object, object_type)))
         vectors: list[list[float] | None] = [None, None, None]
         warnings: list[str] = []
         try:
             vectors = res.embeddings.embed_documents(
-                [entity_text(chosen[0][0], ""), entity_text(chosen[1][0], ""), rel.fact])
+                [entity_text(chosen[0][0]), entity_text(chosen[1][0]), rel.fact])
         except Exception as exc:  # stored without vectors; `krag reembed` fills them
             log.warning("remember: embedding failed", exc_info=True)
             warnings.append(f"embedding failed ({type(exc).__name__}); stored without vectors")
@@ -167,10 +180,11 @@ class KnowledgeTools:
                 for (name, type_, conf), vec in zip(chosen, vectors[:2], strict=True)]
         relation = RelationIn(ents[0].id, rel.predicate, ents[1].id, rel.fact, scope,
                               rel.confidence, vectors[2], valid_at=parse_date(rel.valid_at),
-                              attribute=rel.attribute)
+                              attribute=rel.attribute, predicate_text=rel.predicate_text)
         info = {"subject": ents[0].name, "subject_type": ents[0].type,
-                "predicate": rel.predicate, "object": ents[1].name,
-                "object_type": ents[1].type, "fact": rel.fact, "confidence": rel.confidence,
+                "predicate": rel.predicate, "predicate_text": rel.predicate_text,
+                "object": ents[1].name, "object_type": ents[1].type, "fact": rel.fact,
+                "confidence": rel.confidence,
                 "valid_at": iso(relation.valid_at), "attribute": rel.attribute,
                 "adjusted": {k: v for k, v in result.dropped.items() if k not in DROP_TEXT},
                 "warnings": warnings}
@@ -192,7 +206,8 @@ class KnowledgeTools:
                "recall return the ids of existing facts.")
         prepared = None
         if replacement is not None and replacement.strip():
-            prepared = self.prepare(old.subject, old.fact.predicate, old.object, replacement,
+            prepared = self.prepare(old.subject, old.fact.predicate_text or old.fact.predicate,
+                                    old.object, replacement,
                                     old.subject_type, old.object_type, 0.9, None, old.attribute)
         with res.store.transaction() as conn:
             invalid_at = facts.invalidate_fact(conn, scope, fact_id, reason)
@@ -209,6 +224,23 @@ class KnowledgeTools:
         if prepared is not None:
             out["replacement"] = prepared[2]
         return out
+
+
+def _stored_entities(
+    scope: str, entities: list[ExtractedEntity], ends: tuple[tuple[str, str | None], ...]
+) -> list[tuple[str, str, float]]:
+    """(name, type, confidence) of each end (validated name, type the caller gave or None):
+    the stored entity of that name and given type, or of that name and any type when none was
+    given; else the validated one."""
+    by_name = {e.name: e for e in entities}
+    chosen = []
+    with get_resources().store.connect() as conn:
+        for name, given in ends:
+            ent = by_name[name]
+            typed = bool(given and given.strip())
+            stored = facts.find_entity(conn, scope, ent.name, ent.type if typed else None)
+            chosen.append((*(stored or (ent.name, ent.type)), ent.confidence))
+    return chosen
 
 
 def rejection(dropped: dict[str, int], min_conf: float) -> str:

@@ -14,7 +14,8 @@ def iso(value: Any) -> str | None:
 
 def relation_record(f: dict[str, Any]) -> dict[str, Any]:
     """A retrieved fact: ids, triple, sentence, confidence, dates, sources, methods."""
-    out = {k: f.get(k) for k in ("id", "subject", "predicate", "object", "fact", "confidence")}
+    out = {k: f.get(k) for k in ("id", "subject", "predicate", "predicate_text", "object",
+                                 "fact", "confidence")}
     out.update(subject_id=f["subject_id"], object_id=f["object_id"],
                valid_at=iso(f.get("valid_at")), invalid_at=iso(f.get("invalid_at")),
                sources=f.get("sources", []), methods=list(f.get("methods", [])))

@@ -1,4 +1,5 @@
-"""Use cases on what is stored: status per source, removing a source, re-embedding.
+"""Use cases on what is stored: status per source, the documents behind facts, removing a
+source, re-embedding.
 
 Plain data out, progress through callbacks: the front ends print tables and bars.
 """
@@ -12,6 +13,7 @@ from typing import Any
 
 from graph_flows.shared import resources as runtime
 from graph_flows.shared.settings import Settings
+from storage import KnowledgeStore, search
 from storage.models import RemovalReport
 from storage.stats import SourceStats
 
@@ -41,6 +43,12 @@ def status(scope: str | None = None) -> StatusReport:
     model, dim = store.embedding_info()
     return StatusReport(model, dim, store.source_stats(scope),
                         store.failed_chunks(scope, limit=SHOWN_FAILED_CHUNKS))
+
+
+def fact_documents(store: KnowledgeStore, fact_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    """The documents each fact was extracted from: fact id -> [{source, uri, title}]."""
+    with store.connect() as conn:
+        return search.fact_sources(conn, fact_ids)
 
 
 def remove(source: str, scope: str | None = None) -> RemovalReport:

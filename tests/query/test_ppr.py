@@ -76,3 +76,19 @@ def test_min_max() -> None:
         {"a": 1.0, "b": 0.0, "c": 0.5})
     assert ppr.min_max({"a": 0.2, "b": 0.2}) == {"a": 1.0, "b": 1.0}
     assert ppr.min_max({}) == {}
+
+
+def test_whole_graph_degrees_let_the_mass_of_cut_edges_leak() -> None:
+    """Hub H appears in 50 passages, of which the neighbourhood kept P1 and P2; passage Q's
+    entity E appears only there. Without degrees the cut hub hands P1 a third of its mass
+    (three edges kept); with its whole-graph degree (51) a fifty-first, as PageRank over the
+    whole graph would."""
+    graph = ppr.build_graph([("A", "H"), ("H", "P1"), ("H", "P2"), ("A", "E"), ("E", "Q")])
+    cut = ppr.personalized_pagerank(graph, {"A": 1.0})
+    whole = ppr.personalized_pagerank(graph, {"A": 1.0}, degrees={"H": 51, "A": 2})
+    assert cut["P1"] > 0.5 * cut["Q"]  # the cut hub looks almost as specific as E
+    assert whole["Q"] > 10 * whole["P1"] > 0
+    assert sum(whole.values()) < 1.0 and sum(cut.values()) == pytest.approx(1.0)
+    # a degree under the edges kept changes nothing
+    same = ppr.personalized_pagerank(graph, {"A": 1.0}, degrees={"E": 1})
+    assert same == pytest.approx(cut)

@@ -16,6 +16,7 @@ from graph_flows.query.answer import EXTRACTIVE_HEADER
 from graph_flows.query.mermaid import build_mermaid, escape_label
 from graph_flows.query.retrieval import SearchConfig, retrieve
 from storage import search
+from tests.deploy.test_langgraph_dev import langgraph_server  # noqa: F401 (fixture)
 from tests.query_fixtures import analysis_message, scripted, seed_graph
 
 
@@ -131,6 +132,10 @@ def test_failed_method_degrades_and_is_reported(seeded_store) -> None:
 # --- mermaid --------------------------------------------------------------------------
 _NODE = re.compile(r'^    n\d+\["(?:[A-Za-z0-9 .,:;!?()+\-_/@…]|#\d+;)+"\]$')
 _EDGE = re.compile(r'^    n\d+ -->\|"(?:[A-Za-z0-9 .,:;!?()+\-_/@…]|#\d+;)+"\| n\d+$')
+# lines without a label: generated ids and fixed text only
+_FIXED = re.compile(r"^    (?:n\d+ --- n\d+|classDef asked fill:#fef3c7,stroke:#b45309"
+                    r"|class n\d+(?:,n\d+)* asked|linkStyle \d+(?:,\d+)* "
+                    r"stroke:#b45309,stroke-width:2px)$")
 
 
 def assert_valid_mermaid(diagram: str) -> None:
@@ -138,7 +143,7 @@ def assert_valid_mermaid(diagram: str) -> None:
     lines = diagram.split("\n")
     assert lines[0] == "graph LR"
     for line in lines[1:]:
-        assert _NODE.match(line) or _EDGE.match(line), line
+        assert _NODE.match(line) or _EDGE.match(line) or _FIXED.match(line), line
 
 
 HOSTILE = ['Robert"); DROP TABLE x;--', "a]b[c", "pipe|x", "line\nbreak",
@@ -255,3 +260,50 @@ def test_entity_hints_are_searched(resources) -> None:
 def test_analysis_message_helper_is_structured() -> None:
     msg = analysis_message(["X"])
     assert isinstance(msg, AIMessage) and msg.tool_calls[0]["args"]["entities"] == ["X"]
+
+
+# --- unknown input keys (issue 15.4): an error at the entry, not "query is empty" --------
+@pytest.mark.parametrize(("payload", "message"), [
+    ({"question": "Who wrote the first program?"},
+     "unknown field 'question'; did you mean 'query'?"),
+    ({"query": "q", "as-of": "2019"}, "unknown field 'as-of'; did you mean 'as_of'?"),
+    ({"query": "q", "zzz": 1}, "unknown field 'zzz'. Accepted fields: query, scope, "
+                               "entity_hints, as_of."),
+])
+def test_unknown_input_keys_are_named(payload, message) -> None:
+    with pytest.raises(InvalidQueryError, match=re.escape(message)):
+        query_flow.invoke(payload)
+    with pytest.raises(InvalidQueryError, match=re.escape(message)):
+        list(query_flow.stream(payload))
+    with pytest.raises(InvalidQueryError, match=re.escape(message)):
+        asyncio.run(query_flow.ainvoke(payload))
+
+
+def test_unknown_indexing_input_keys_are_named() -> None:
+    from graph_flows.indexing.graph import graph as indexing
+
+    with pytest.raises(ValueError, match=re.escape("unknown field 'path'; did you mean "
+                                                   "'paths'?")):
+        indexing.invoke({"path": ["docs/"]})
+
+
+def test_known_keys_still_run(resources) -> None:
+    out = query_flow.invoke({"query": "Ada Lovelace", "scope": "default",
+                             "entity_hints": ["Ada Lovelace"], "as_of": "2100"})
+    assert out["entities"]
+
+
+@pytest.mark.slow
+def test_langgraph_dev_names_unknown_input_keys(request: pytest.FixtureRequest) -> None:
+    import httpx
+
+    base = request.getfixturevalue("langgraph_server")  # tests/deploy/test_langgraph_dev.py
+    with httpx.Client(base_url=base, timeout=120) as client:
+        for graph_id, payload, message in (
+                ("query", {"question": "Who?"}, "did you mean 'query'?"),
+                ("indexing", {"text": ["x"]}, "did you mean 'texts'?")):
+            thread = client.post("/threads", json={}).json()["thread_id"]
+            out = client.post(f"/threads/{thread}/runs/wait", json={
+                "assistant_id": graph_id, "input": payload}).json()
+            assert message in str(out), out
+            assert "query is empty" not in str(out)

@@ -45,3 +45,7 @@ def test_retrieval_score_averages_questions() -> None:
     assert out == {"R@2": 0.5, "R@5": 0.75, "R@10": 0.75, "AllSupp@10": 0.5,
                    "MRR": pytest.approx(0.6667), "Ans@ctx": 0.5,
                    "latency_ms": {"p50": 20.0, "p95": 29.0}}
+    answering = m.RetrievalScore()
+    answering.add(["g1"], ["g1"], True, 1.0, answer_in_answer=True)
+    answering.add(["g1"], ["g1"], True, 1.0, answer_in_answer=False)
+    assert answering.as_dict()["Ans@answer"] == 0.5  # only for a system that answers

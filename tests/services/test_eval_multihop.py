@@ -70,7 +70,7 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     code, out, err = run_cli(capsys, *args)
     assert code == 0, err
     report = json.loads(out)
-    assert set(report["krag"]) == RETRIEVAL_KEYS
+    assert set(report["krag"]) == RETRIEVAL_KEYS | {"Ans@answer"}  # the no-LLM answer's
     assert set(report["baselines"]) == {"dense", "bm25"}
     for name in ("dense", "bm25"):
         assert set(report["baselines"][name]) == RETRIEVAL_KEYS
@@ -96,6 +96,7 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     assert code == 0, err
     assert ppr["recipe"] == "ppr" and ppr["scope"] == report["scope"]
     assert ppr["krag"]["R@10"] == 1.0  # ranked passages come first; 5 passages in all
+    assert ppr["krag"]["Ans@answer"] >= 0.5  # "Henrik Sollen" in the extractive answer
 
 
 def test_bad_input_is_one_line_with_file_line_and_field(
@@ -151,3 +152,14 @@ def test_recipe_option(env: None, files: tuple[Path, Path],
     assert code == 2
     assert err.strip().splitlines() == [
         "error: --recipe must be one of split, rrf, ppr, got 'magic'"]
+
+
+def test_natural_prose_set_is_harness_input() -> None:
+    """tests/data/natural_prose runs through `krag eval multihop` as it is."""
+    from graph_flows.services.evaluation.data import check_gold, read_corpus, read_questions
+
+    data = Path(__file__).resolve().parents[1] / "data" / "natural_prose"
+    passages = read_corpus(data / "corpus.jsonl")
+    questions = read_questions(data / "questions.jsonl")
+    check_gold(data / "questions.jsonl", questions, {p.id for p in passages})
+    assert len(passages) >= 6 and 15 <= len(questions) <= 25

@@ -307,16 +307,23 @@ def test_minilm_vectors() -> None:
     assert len(cat) == 384
     assert np.linalg.norm(cat) == pytest.approx(1.0, abs=1e-5)
     assert cos(cat, kitten) > cos(cat, stocks) + 0.3
-    assert emb.embed_query("a cat sits on the mat") == pytest.approx(cat, abs=1e-5)
+    # int8 kernels quantise activations per run: a text embedded alone and in a batch agree
+    # to cosine .99, not bit for bit (docs/BENCHMARKS.md: no loss in dense recall)
+    assert cos(emb.embed_query("a cat sits on the mat"), cat) > 0.98
     assert emb.embed_documents([]) == []
 
 
+_TOPICS = ("volcanoes erupt", "violin concertos", "tax law", "deep sea fish", "chess openings",
+           "bread baking", "train timetables", "glacier retreat", "opera houses", "tennis rules")
+
+
 def test_minilm_batches_keep_order() -> None:
-    texts = [f"sentence number {i} " * (i % 7 + 1) for i in range(70)]
+    texts = [f"A note about {_TOPICS[i % 10]}, number {i}. " * (i % 7 + 1) for i in range(70)]
     small = emb_mod.MiniLMEmbeddings(batch_size=8).embed_documents(texts)
-    one_by_one = [emb_mod.MiniLMEmbeddings().embed_query(texts[i]) for i in (0, 33, 69)]
-    for i, vec in zip((0, 33, 69), one_by_one, strict=True):
-        assert small[i] == pytest.approx(vec, abs=1e-4)
+    for i in (0, 33, 69):
+        alone = emb_mod.MiniLMEmbeddings().embed_query(texts[i])
+        sims = [cos(alone, vec) for vec in small]
+        assert sims[i] > 0.98 and sims[i] == max(sims)  # its own vector, in its own place
 
 
 def test_minilm_sha_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -338,7 +345,8 @@ def test_minilm_thread_safe() -> None:
     texts = [f"text {i} about topic {i % 3}" for i in range(12)]
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(emb.embed_query, texts))
-    assert np.allclose(got, emb.embed_documents(texts), atol=1e-4)
+    together = emb.embed_documents(texts)
+    assert [cos(a, b) > 0.98 for a, b in zip(got, together, strict=True)] == [True] * len(texts)
 
 
 # -- timeouts and async through the real clients ----------------------------------------------

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import text
 
 from graph_flows.shared.embeddings import MiniLMEmbeddings
-from storage import KnowledgeStore, evidence, ids
+from storage import DocumentIn, KnowledgeStore, evidence, fulltext, ids
 from tests.evidence_corpus import DOCS, P1, P2, QUESTION, write_corpus
 
 _EMBEDDER = MiniLMEmbeddings()
@@ -83,14 +84,17 @@ def test_neighbourhood_is_bounded_and_follows_entities(store: KnowledgeStore,
         hood = evidence.neighbourhood(conn, ["default"], [kael], [])
         capped = evidence.neighbourhood(conn, ["default"], [kael], [], per_entity=1)
         from_chunk = evidence.neighbourhood(conn, ["default"], [], [corpus[P2]])
-        counts = evidence.entity_chunk_counts(conn, [kael, "ent_unknown"])
+        empty = evidence.neighbourhood(conn, ["default"], [], [])
         rows = evidence.chunk_rows(conn, [corpus[P2], "chk_unknown", corpus[P1]])
     assert {c for _, c in hood.mentions} == {corpus[P1], corpus[P2]}  # Kael and neighbours
     assert len(hood.relations) == 2 and all(kael in pair for pair in hood.relations)
     assert len([c for e, c in capped.mentions if e == kael]) == 1
     assert (kael, corpus[P2]) in from_chunk.mentions and corpus[P1] in {
         c for _, c in from_chunk.mentions}  # P2's entity Kael leads to P1
-    assert counts == {kael: 2}
+    assert hood.chunk_counts[kael] == 2 and capped.chunk_counts[kael] == 2  # all, not kept
+    assert hood.degrees[kael] == 2 + 2  # two passages, two relations kept
+    assert capped.degrees[kael] == 2 + 1  # the cut mention still counts; one relation kept
+    assert empty == evidence.Neighbourhood([], [])
     assert [r["uri"] for r in rows] == [P2, P1]
     assert rows[0]["text"].startswith("Kael grew up") and rows[0]["source"] == "evidence"
 
@@ -115,3 +119,51 @@ def test_chunks_and_their_vectors_go_with_the_document(store: KnowledgeStore,
     store.remove_source("default", "evidence")
     with store.connect() as conn:
         assert evidence.embedding_coverage(conn) == (0, 0)
+
+
+def test_cached_full_text_statistics_rank_like_the_exact_ones(store: KnowledgeStore,
+                                                              corpus: dict[str, str]) -> None:
+    question = "Velmor prize founded poetry childhood"
+    with store.connect() as conn:
+        exact = evidence.chunk_fulltext(conn, "default", question, 10)
+        assert fulltext.ensure_term_stats(conn, ["default", "other"]) == ["default", "other"]
+        assert fulltext.ensure_term_stats(conn, ["default"]) == []  # fresh: nothing to do
+        cached = evidence.chunk_fulltext(conn, "default", question, 10)
+        stats = dict(conn.execute(text(
+            "SELECT lexeme, df FROM chunk_term_stats WHERE scope = 'default'")).all())
+        n = conn.execute(text(
+            "SELECT chunks FROM chunk_scope_stats WHERE scope = 'default'")).scalar()
+    assert n == len(DOCS) and stats["prize"] == 3 and stats["velmor"] == 1
+    assert [h.id for h in cached] == [h.id for h in exact]
+    assert [h.score for h in cached] == pytest.approx([h.score for h in exact])
+
+
+def test_full_text_statistics_follow_new_chunks(store: KnowledgeStore,
+                                                corpus: dict[str, str]) -> None:
+    with store.connect() as conn:
+        fulltext.ensure_term_stats(conn, ["default"])
+    doc = DocumentIn("default", "evidence", "more.md", ids.content_hash("more"), title="m")
+    store.sync_document(doc, ["Another Velmor story about a prize."])
+    with store.connect() as conn:
+        # chunks changed, but the statistics are younger than the age limit: kept
+        assert fulltext.ensure_term_stats(conn, ["default"]) == []
+        hits = evidence.chunk_fulltext(conn, "default", "Velmor", 10)
+        assert len(hits) == 2  # the new chunk is found (the GIN index is current)
+        assert _stale_within(conn, 15.0)  # the chunks counter lags by up to seconds
+        assert fulltext.ensure_term_stats(conn, ["default"], max_age_s=0) == ["default"]
+        df = conn.execute(text("SELECT df FROM chunk_term_stats WHERE scope = 'default' "
+                               "AND lexeme = 'velmor'")).scalar()
+    assert df == 2
+
+
+def _stale_within(conn, seconds: float) -> bool:
+    """Whether the statistics of scope "default" turn stale (age limit 0) within
+    ``seconds``: the insert counter they compare with is flushed by the writing backend
+    when it is idle, at most once a second."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if fulltext.stale_term_stats(conn, ["default"], max_age_s=0) == ["default"]:
+            return True
+        conn.rollback()
+        time.sleep(0.25)
+    return False

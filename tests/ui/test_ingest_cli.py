@@ -238,6 +238,9 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
             assert "corpus" in out and "Embedding model: local:minilm (384-d)" in out
     finally:
         store.close()
+    # the ingest left fresh BM25 statistics: the first query does not rebuild them
+    assert query(db_url, "SELECT sum(chunks) FROM chunk_scope_stats")[0][0] \
+        == query(db_url, "SELECT count(*) FROM chunks")[0][0] > 0
 
     with LLMServer(dim=16) as emb_server:
         for key, value in {"KRAG_DATABASE_URL": db_url, "KRAG_EMBEDDING_DIM": "16",

@@ -104,8 +104,8 @@ def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
 
             no_rel = await _call(client, "kag_query", {**anchored, "include_relations": False})
             assert no_rel["relations"] == [] and "## Facts" not in no_rel["context"]
-            other = await _call(client, "kag_query", {**anchored, "source_id": "elsewhere"})
-            assert other["relations"] == [] and other["entities"] == []
+            other = await _error(client, "kag_query", {**anchored, "source_id": "elsewhere"})
+            assert "no source 'elsewhere'" in other
             same = await _call(client, "kag_query", {**anchored, "source_id": "history"})
             assert _facts(same) == _facts(one)
 

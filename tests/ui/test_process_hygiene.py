@@ -53,10 +53,13 @@ def _http_ok(url: str) -> Callable[[], bool]:
 
 
 def _postmaster_pid(data_dir: Path) -> int | None:
+    """The running postmaster's pid; None also while initdb's single-user backend holds the
+    lock file (it writes its pid negated, then the real server starts)."""
     try:
-        return int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
+        pid = int((data_dir / "pg" / "postmaster.pid").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return None
+    return pid if pid > 0 else None
 
 
 def _terminate_and_check(proc: subprocess.Popen, data_dir: Path, log: Path) -> None:

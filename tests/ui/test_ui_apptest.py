@@ -13,17 +13,18 @@ from streamlit.testing.v1 import AppTest
 
 from graph_flows.query import sections
 from graph_flows.shared.resources import Resources
-from graph_flows.shared.settings import load_settings
+from graph_flows.shared.settings import Settings, load_settings
 from storage import KnowledgeStore
 from storage.scopes import set_parent
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 from tests.query_fixtures import seed_graph
-from ui.web import backend, components
+from ui.web import backend, components, panels
 
 ROOT = Path(__file__).resolve().parents[2]
 APP = str(ROOT / "ui" / "web" / "app.py")
-EXPLORE = str(ROOT / "ui" / "web" / "pages" / "explore.py")
+EXPLORE = "views/explore.py"  # a page of APP's navigation
 TIMEOUT = 120
+DEFAULT_CHAT_MODEL = str(Settings.model_fields["chat_model"].default)
 
 
 def _env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
@@ -35,7 +36,8 @@ def _env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
 
 
 @pytest.fixture
-def seeded_url(db_url: str, monkeypatch: pytest.MonkeyPatch):
+def seeded_url(db_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.setenv("KRAG_DATA_DIR", str(tmp_path / ".krag"))  # uploads are kept there
     store = KnowledgeStore.open(db_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
     try:
         seed_graph(store)
@@ -78,7 +80,9 @@ def test_ask_streams_answer_with_sources_and_no_llm_banner(seeded_url: str) -> N
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     assert any("No-LLM mode" in w.value for w in at.warning)
-    assert "KRAG_CHAT_MODEL=ollama" in at.warning[0].value
+    assert DEFAULT_CHAT_MODEL.startswith("ollama:")  # the banner names the default model
+    assert f"`KRAG_CHAT_MODEL={DEFAULT_CHAT_MODEL}`" in at.warning[0].value
+    assert f"`ollama pull {DEFAULT_CHAT_MODEL.removeprefix('ollama:')}`" in at.warning[0].value
     assert any(m.label == "Documents" for m in at.sidebar.get("metric"))
 
     _ask(at, "Who designed the Analytical Engine?")
@@ -88,7 +92,9 @@ def test_ask_streams_answer_with_sources_and_no_llm_banner(seeded_url: str) -> N
     panel = "\n".join(m.value for m in expander.markdown)
     assert "designed the Analytical Engine in 1837" in panel.replace("\\", "")
     assert "history" in panel  # the document the fact came from
-    assert any("retrieval" in c.value and "ms" in c.value for c in at.caption)
+    (details,) = [e for e in at.chat_message[1].expander if e.label == "Details"]
+    assert any("methods: " in c.value and "retrieval" in c.value and "ms" in c.value
+               for c in details.caption)  # the per-method line is folded away
     assert any(c.value.startswith("Confidence: ") and "cited" in c.value
                for c in at.caption)  # from the real query graph, not injected
     assert len(at.session_state["history"]) == 2
@@ -179,16 +185,20 @@ def test_upload_runs_indexing_graph_with_progress(seeded_url: str) -> None:
     assert progress and progress[-1] == 1.0
 
 
-def test_explore_page_finds_entity_and_neighbours(seeded_url: str) -> None:
-    at = AppTest.from_file(EXPLORE, default_timeout=TIMEOUT).run()
+def test_explore_page_finds_entity_with_facts_sources_and_neighbours(seeded_url: str) -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page(EXPLORE).run()
     assert not at.exception, at.exception
+    assert [t.value for t in at.title] == ["Explore the graph"]
     at.text_input[0].set_value("Babage").run()  # fuzzy: a typo still finds him
     hit = [b for b in at.button if "Charles Babbage" in b.label.replace("\\", "")]
     assert hit, [b.label for b in at.button]
     hit[0].click().run()
     page = _texts(at).replace("\\", "")
     assert "English inventor who designed mechanical computers" in page
-    assert "Charles Babbage lived in London" in page
+    assert "- Charles Babbage lived in London.  \n  *from:* history (history:history.md)" \
+        in page, page
+    assert "**Sources** (1)" in page and "- history (history:history.md)" in page
     nb = [b for b in at.button if b.label.replace("\\", "") == "London"]
     nb[0].click().run()
     assert "Capital city of England" in _texts(at).replace("\\", "")
@@ -275,9 +285,9 @@ def test_sources_show_valid_from_and_confidence_caption(
 
 
 def _extras(result: dict) -> None:
-    from ui.web import components
+    from ui.web import panels
 
-    components.render_answer_extras(result, diagram=False)
+    panels.render_answer(result, diagram=False)
 
 
 def test_answer_extras_without_confidence_or_dates() -> None:
@@ -287,8 +297,9 @@ def test_answer_extras_without_confidence_or_dates() -> None:
     at = AppTest.from_function(_extras, args=(result,)).run()
     assert not at.exception, at.exception
     assert not any("Confidence" in c.value for c in at.caption)
-    (panel,) = at.expander
+    panel, details = at.expander
     assert panel.markdown[0].value.replace("\\", "") == "**[F1]** A knows B."
+    assert details.label == "Details" and "answer: extractive" in details.caption[0].value
     assert components.confidence_line({}) is None
     assert components.confidence_line({"answer_confidence": None}) is None
     assert components.confidence_line({"answer_confidence": {"label": ""}}) is None
@@ -310,3 +321,74 @@ def test_validity_and_chain_helpers() -> None:
     assert backend.chain_of("x", parents) == ["x", "y"]  # a cycle cannot loop forever
     assert components.scope_label("team-a", ["team-a", "realm"]) == "team-a  (team-a › realm)"
     assert components.scope_label("platform", ["platform"]) == "platform"
+
+
+def test_no_llm_banner_names_the_configured_ollama_model(
+    seeded_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the block ends
+    monkeypatch.setenv("KRAG_CHAT_MODEL", "ollama:mistral-nemo:12b")
+    monkeypatch.setenv("KRAG_OLLAMA_HOST", f"http://127.0.0.1:{port}")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    banner = at.warning[0].value
+    assert "`ollama pull mistral-nemo:12b`" in banner, banner
+    assert "`KRAG_CHAT_MODEL=ollama:mistral-nemo:12b`" in banner
+    assert panels.suggested_model(Settings(_env_file=None, chat_model="openai:gpt-4o")) == \
+        DEFAULT_CHAT_MODEL.removeprefix("ollama:")
+
+
+def _metric(at: AppTest, label: str) -> int:
+    (metric,) = [m for m in at.sidebar.get("metric") if m.label == label]
+    return int(metric.value)
+
+
+def test_upload_of_three_files_one_refused_reports_and_refreshes_statistics(
+    seeded_url: str, tmp_path: Path
+) -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    before = _metric(at, "Documents")
+    at.sidebar.get("file_uploader")[0].set_value([
+        ("hopper.md", b"# Grace Hopper\n\nGrace Hopper developed the COBOL language.\n",
+         "text/markdown"),
+        ("aiken.txt", b"Howard Aiken built the Harvard Mark I at Harvard University.\n",
+         "text/plain"),
+        ("tool.exe", b"MZ\x90\x00", "application/octet-stream"),
+    ]).run()
+    at.sidebar.button[0].click().run()
+    assert not at.exception, at.exception
+    (line,) = [w.value for w in at.sidebar.warning]
+    plain = line.replace("\\", "")
+    assert plain.startswith("2 ingested, 1 refused: tool.exe: unsupported file type '.exe'"), plain
+    assert "/tmp" not in plain and "krag-upload" not in plain and str(tmp_path) not in plain
+    assert _metric(at, "Documents") == before + 2  # the statistics count the upload at once
+    stored = sorted(p.name for p in (tmp_path / ".krag" / "uploads" / "default").iterdir())
+    assert stored == ["aiken.txt", "hopper.md"]
+
+
+def test_upload_report_names_files_the_run_skipped(seeded_url: str) -> None:
+    from graph_flows.services.uploads import upload_report
+
+    settings = load_settings()
+    resources: Resources = backend.open_resources(backend.settings_key(settings))
+    try:
+        out = backend.ingest_files([("notes.md", b"# Notes\n\nAda Lovelace wrote notes.\n"),
+                                    ("blob.txt", b"\x00\x01\x02binary\x00" * 50)],
+                                   "default", resources)
+        again = backend.ingest_files([("notes.md", b"# Notes\n\nAda Lovelace wrote notes.\n")],
+                                     "default", resources)
+    finally:
+        resources.store.close()
+    report = upload_report([("x.exe", "unsupported file type '.exe'")], out)
+    assert report.ingested == ["notes.md"]
+    assert [name for name, _ in report.refused] == ["x.exe", "blob.txt"]
+    assert report.line().startswith(
+        "1 ingested, 2 refused: x.exe: unsupported file type '.exe'; blob.txt: ")
+    assert "file://" not in report.line()
+    kept = Path(settings.data_dir) / "uploads" / "default"
+    assert sorted(p.name for p in kept.iterdir()) == ["notes.md"]  # the skipped blob is gone
+    assert again["documents"].get("unchanged") == 1  # the same stored path: no second copy
+    assert not again["documents"].get("new")

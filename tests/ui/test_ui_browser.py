@@ -118,6 +118,7 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
             box = page.get_by_test_id("stChatInput").locator("textarea")
             box.wait_for(timeout=60_000)
             expect(page.get_by_text("No-LLM mode.")).to_be_visible(timeout=60_000)
+            expect(page).to_have_title("Chat")  # the page's own title, from st.Page
             box.fill("Who did Ada Lovelace work with?")
             box.press("Enter")
 
@@ -142,6 +143,10 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
                     else tmp_path / "screenshot-chat.png")
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
+
+            page.get_by_test_id("stSidebarNav").get_by_text("Explore").click()
+            expect(page).to_have_title("Explore", timeout=30_000)
+            expect(page.get_by_text("Explore the graph")).to_be_visible()
         finally:
             browser.close()
     assert dialogs == [], f"a dialog fired: {dialogs}"

@@ -7,19 +7,24 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from graph_flows.shared.settings import Settings, SettingsError, load_settings
 from ui.cli import ask as ask_mod
+from ui.cli import errors
+from ui.cli.errors import UserError, missing_path
 from ui.cli.eval import eval_app
+from ui.cli.progress import DEFAULT_EVERY_S
 from ui.cli.scope import scope_app
 
+if TYPE_CHECKING:
+    from graph_flows.shared.settings import Settings
+
+# Heavy modules (settings -> storage, the graphs) are imported inside the commands, so that
+# `krag` answers within a second (its first line, --help, usage errors).
 log = logging.getLogger(__name__)
 app = typer.Typer(
     name="krag", no_args_is_help=True, add_completion=False,
@@ -29,12 +34,10 @@ console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
 
-class UserError(Exception):
-    """An error whose message is one line for the user (exit code 2)."""
-
-
 def settings_from_cli(**overrides: Any) -> Settings:
     """Settings with non-None CLI overrides applied (CLI > env > .env > default)."""
+    from graph_flows.shared.settings import load_settings
+
     return load_settings(**{k: v for k, v in overrides.items() if v is not None})
 
 
@@ -43,8 +46,14 @@ app.add_typer(eval_app, name="eval")
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log details, and the traceback of an unexpected error.")]
+    = False,
+) -> None:
     """Knowledge-graph RAG on PostgreSQL: ingest documents, ask questions."""
+    if verbose:
+        logging.getLogger().setLevel(logging.DEBUG)
 
 
 def _print_kv(title: str, values: dict[str, Any]) -> None:
@@ -83,30 +92,11 @@ def ask(
     max_hops: ask_mod.HopsOpt = None,
 ) -> None:
     """Ask a question: streams the answer, then the cited facts and their sources."""
-    from graph_flows.query.analyze import InvalidQueryError
-    from graph_flows.services.errors import RequestError
-    from graph_flows.shared.dates import DateParseError
-
-    try:
-        ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
-                            model, as_of, max_hops)
-    except (InvalidQueryError, RequestError, DateParseError) as exc:
-        log.info("ask refused", exc_info=True)
-        raise UserError(str(exc)) from None
+    ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
+                        model, as_of, max_hops)
 
 
 # -- indexing: ingest, status, remove, reembed (bodies in ui/cli/ingest.py) ----------------
-@contextmanager
-def _indexing_errors() -> Iterator[None]:
-    """Turn bad input and bad model specs into one-line user errors (exit 2)."""
-    from graph_flows.shared.providers import ProviderError
-    from ui.cli.ingest import BadInputError
-
-    try:
-        yield
-    except (BadInputError, ProviderError) as exc:
-        log.info("indexing command refused", exc_info=True)
-        raise UserError(str(exc)) from None
 
 
 @app.command()
@@ -116,13 +106,15 @@ def ingest(
     = None,
     scope: Annotated[str | None, typer.Option(help="Knowledge scope (default: KRAG_SCOPE).")]
     = None,
-    workers: Annotated[int, typer.Option(help="Worker processes sharing the chunks.")] = 1,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes sharing the chunks.")]
+    = 1,
     retry_failed: Annotated[bool, typer.Option("--retry-failed",
                                                help="Retry chunks that failed before.")] = False,
     chunk_size: Annotated[int, typer.Option(help="Chunk size in characters.")] = 1000,
     chunk_overlap: Annotated[int, typer.Option(help="Chunk overlap in characters.")] = 100,
-    concurrency: Annotated[int, typer.Option(help="LLM calls in flight per worker.")] = 4,
-    batch_size: Annotated[int, typer.Option(help="Chunks per claimed batch.")] = 32,
+    concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight per worker.")]
+    = 4,
+    batch_size: Annotated[int, typer.Option(min=1, help="Chunks per claimed batch.")] = 32,
     extraction_model: Annotated[str | None, typer.Option(
         help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
     defer_index: Annotated[bool, typer.Option(
@@ -130,20 +122,26 @@ def ingest(
     = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON.")]
     = False,
+    progress_every: Annotated[float, typer.Option(
+        min=0.1, help="Seconds between progress lines when stderr is not a terminal.")]
+    = DEFAULT_EVERY_S,
 ) -> None:
     """Ingest documents: extract entities and relations into the knowledge graph."""
+    missing_path(paths)
+    if not as_json:  # the first line at once: loading the models can take a while
+        err_console.print(f"Ingesting {', '.join(str(p) for p in paths)} …", markup=False,
+                          highlight=False, soft_wrap=True)
     from graph_flows.indexing.context import IndexingContext
     from ui.cli import ingest as commands
 
-    with _indexing_errors():
-        if extraction_model:
-            load_settings(extraction_model=extraction_model)  # validates the spec
-        ctx = IndexingContext(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                              concurrency=concurrency, batch_size=batch_size,
-                              extraction_model=extraction_model)
-        commands.ingest(console, err_console, paths, source=source, scope=scope,
-                        workers=workers, retry_failed=retry_failed, context=ctx,
-                        as_json=as_json, defer_index=defer_index)
+    if extraction_model:
+        settings_from_cli(extraction_model=extraction_model)  # validates the spec
+    ctx = IndexingContext(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                          concurrency=concurrency, batch_size=batch_size,
+                          extraction_model=extraction_model)
+    commands.ingest(console, err_console, paths, source=source, scope=scope,
+                    workers=workers, retry_failed=retry_failed, context=ctx,
+                    as_json=as_json, defer_index=defer_index, progress_every=progress_every)
 
 
 @app.command()
@@ -175,14 +173,14 @@ def reembed(
     """Re-embed every entity and relation with the configured embedding model."""
     from ui.cli import ingest as commands
 
-    with _indexing_errors():
-        commands.reembed(console, batch_size=batch_size)
+    commands.reembed(console, batch_size=batch_size)
 
 
 @app.command("ui")
 def ui_command(
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8501,
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")]
+    = 8501,
 ) -> None:
     """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser)."""
     app_path = Path(__file__).resolve().parents[1] / "web" / "app.py"
@@ -257,28 +255,25 @@ def _release_and_exit(signum: int, frame: object) -> None:  # pragma: no cover -
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: one-line errors, SIGTERM as a clean exit."""
-    from storage import StorageError
-
+    """Console-script entry point: every error is one ``error: ...`` line (ui/cli/errors.py),
+    SIGTERM is a clean exit."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _on_sigterm)
+    root_level = logging.getLogger().level  # --verbose lowers it for this run only
     try:
-        code = app(args=argv, standalone_mode=False)
-        if isinstance(code, int) and code:
-            sys.exit(code)
-    except (SettingsError, StorageError, UserError) as exc:
-        log.debug("command failed", exc_info=True)
-        err_console.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        sys.exit(2)
+        code = app(args=argv, prog_name="krag", standalone_mode=False)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.exit(130)
-    except Exception as exc:  # click usage errors (typer vendors its own click)
-        if hasattr(exc, "show") and hasattr(exc, "exit_code"):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one line, see errors.py
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `krag` alone: typer printed the help
+            sys.exit(0)
+        sys.exit(errors.report(exc))
+    finally:
+        logging.getLogger().setLevel(root_level)
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":

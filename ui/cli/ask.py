@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from graph_flows.query import sections
-from graph_flows.services import ask as ask_service
-from graph_flows.shared.settings import Settings
+if TYPE_CHECKING:
+    from graph_flows.shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +27,8 @@ def passage_line(c: dict[str, Any], width: int = 160) -> str:
 
 def print_sources(console: Console, result: dict[str, Any]) -> None:
     """The cited facts and passages with the documents they come from."""
+    from graph_flows.query import sections
+
     if not result.get("citations"):
         return
     console.print("\nSources:", style="bold")
@@ -48,6 +49,7 @@ def ask_command(
     max_hops: int | None = None,
 ) -> None:
     """Body of `krag ask` (the typer wrapper lives in app.py)."""
+    from graph_flows.services import ask as ask_service
 
     def on_token(token: str) -> None:
         if not as_json:
@@ -80,7 +82,7 @@ ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Knowledge scope."
 MermaidOpt = Annotated[bool, typer.Option("--mermaid", help="Print the Mermaid diagram.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")]
 HopsOpt = Annotated[int | None, typer.Option(
-    "--max-hops", min=1, max=3,
+    "--max-hops",
     help="Also rank facts up to this many hops from the matched entities (1-3).")]
 AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the facts valid at this ISO date (default: now).")]

@@ -45,10 +45,11 @@ def _user_errors() -> Iterator[None]:
 
 @contextmanager
 def _bars(disabled: bool) -> Iterator[Any]:
-    """A rich progress display and a ``(stage, done, total)`` callback feeding it."""
+    """A rich progress display and a ``(stage, done, total)`` callback feeding it (none when
+    stderr is not a terminal: rich would only print the last frame there)."""
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn())
-    with Progress(*columns, console=_err, disable=disabled) as bar:
+    with Progress(*columns, console=_err, disable=disabled or not _err.is_terminal) as bar:
         tasks: dict[str, Any] = {}
 
         def update(stage: str, done: int, total: int) -> None:
@@ -86,6 +87,9 @@ def multihop(
     with _user_errors():
         parse_extraction(extraction)
         parse_recipe(recipe)
+        for path in (corpus, questions):  # before the database is opened
+            if not path.is_file():
+                raise RequestError(f"{path}: no such file")
         resources = build_resources(load_settings(chat_model="none"))
         try:
             with _bars(as_json) as progress:

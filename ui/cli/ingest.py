@@ -2,7 +2,7 @@
 
 ``ui/cli/app.py`` declares the options and calls these; the work is done by
 :mod:`graph_flows.services.ingest` and :mod:`graph_flows.services.sources`, these print with
-rich (tables, progress bars fed by the services' callbacks) and raise :class:`BadInputError`
+rich (tables; progress in :mod:`ui.cli.progress`) and raise :class:`BadInputError`
 (one line, exit 2) for bad input.
 """
 
@@ -15,21 +15,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.services import sources
 from graph_flows.shared.settings import load_settings
+from ui.cli.errors import BadInputError, missing_path
+from ui.cli.progress import DEFAULT_EVERY_S, IngestProgress
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +33,9 @@ SHOWN_FAILURES = 10
 SHOWN_MERGES = 5
 
 
-class BadInputError(ValueError):
-    """Input the user must fix; ``str()`` is one line."""
-
-
 def check_paths(paths: Sequence[Path]) -> list[str]:
     """Absolute path strings; a missing one is a :class:`BadInputError`."""
-    for path in paths:
-        if not path.exists():
-            raise BadInputError(f"no such file or folder: {path}")
+    missing_path(paths)
     return [str(p.resolve()) for p in paths]
 
 
@@ -54,49 +44,71 @@ def ingest(
     console: Console, err: Console, paths: Sequence[Path], *, source: str | None,
     scope: str | None, workers: int, retry_failed: bool, context: IndexingContext,
     as_json: bool = False, show_progress: bool = True, defer_index: bool = False,
+    progress_every: float = DEFAULT_EVERY_S,
 ) -> dict[str, Any]:
-    """`krag ingest`: run the indexing graph with a live progress bar, then a summary."""
+    """`krag ingest`: run the indexing graph with progress on ``err`` (a live bar on a
+    terminal, a plain line every ``progress_every`` seconds otherwise), then a summary."""
     if workers < 1:
         raise BadInputError(f"--workers must be >= 1 (got {workers})")
+    if progress_every <= 0:
+        raise BadInputError(f"--progress-every must be > 0 seconds (got {progress_every:g})")
+    check_chunking(context)
     inputs = {"paths": check_paths(paths), "source": source, "scope": scope,
               "retry_failed": retry_failed}
-    res = runner.get_resources(context)
-    if res.notice:
-        err.print(res.notice, markup=False, highlight=False, soft_wrap=True)
-    started = time.monotonic()
-    last: dict[str, int] = {}
-    columns = (TextColumn("[bold]chunks"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("failed {task.fields[failed]}  entities {task.fields[entities]}  "
-                          "relations {task.fields[relations]}  LLM calls {task.fields[calls]}"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=False,
-                  disable=as_json or not show_progress) as bar:
-        task = bar.add_task("ingest", total=None, failed=0, entities=0, relations=0, calls=0)
-
-        def update(snap: dict[str, int]) -> None:
-            last.update(snap)
-            bar.update(task, total=snap["total"] or None,
-                       completed=snap["completed"] + snap["failed"], failed=snap["failed"],
-                       entities=snap["entities"], relations=snap["relations"],
-                       calls=snap["llm_calls"])
-
-        out = runner.ingest(inputs, context, workers=workers, on_progress=update,
+    progress = IngestProgress(err, every_s=progress_every,
+                              enabled=show_progress and not as_json)
+    with progress:
+        res = runner.get_resources(context)
+        if res.notice:
+            err.print(res.notice, markup=False, highlight=False, soft_wrap=True)
+        out = runner.ingest(inputs, context, workers=workers, on_progress=progress.update,
                             defer_index=defer_index)
-    out["elapsed_s"] = round(time.monotonic() - started, 2)
-    out["graph"] = {k: last.get(k, 0) for k in ("entities", "relations", "total", "completed",
-                                               "failed", "pending")}
+    out["elapsed_s"] = round(time.monotonic() - progress.started, 2)
+    out["graph"] = {k: progress.raw.get(k, 0) for k in ("entities", "relations", "total",
+                                                       "completed", "failed", "pending")}
     if as_json:
         console.print_json(json.dumps(out, default=str))
     else:
-        print_summary(console, out)
+        print_summary(console, out, paths)
     return out
 
 
-def print_summary(console: Console, out: dict[str, Any]) -> None:
+def check_chunking(context: IndexingContext) -> None:
+    """``--chunk-size`` and ``--chunk-overlap`` within the chunker's limits, else a
+    :class:`BadInputError` naming the option."""
+    from graph_flows.indexing.documents.chunking import MAX_SIZE, MIN_SIZE
+
+    size, overlap = context.chunk_size, context.chunk_overlap
+    if not MIN_SIZE <= size <= MAX_SIZE:
+        raise BadInputError(f"--chunk-size must be between {MIN_SIZE} and {MAX_SIZE} "
+                            f"(got {size})")
+    if not 0 <= overlap < size / 2:
+        raise BadInputError(f"--chunk-overlap must be >= 0 and less than half the chunk size "
+                            f"({size / 2:g}) (got {overlap})")
+
+
+def nothing_found(out: dict[str, Any], paths: Sequence[Path]) -> str | None:
+    """The line saying no document was found in ``paths`` (None when some were)."""
+    from graph_flows.indexing.documents.loaders import SUPPORTED_SUFFIXES
+
+    docs = out.get("documents", {})
+    if any(docs.get(k, 0) for k in ("new", "changed", "unchanged")):
+        return None
+    where = ", ".join(str(p) for p in paths)
+    reasons = [str(f.get("reason", "")) for f in out.get("failures", [])]
+    if not all(r.startswith("unsupported file type") for r in reasons):
+        return f"Nothing indexed from {where}: every file was skipped (reasons below)."
+    return (f"No supported files in {where}: nothing to index (supported: "
+            f"{', '.join(sorted(SUPPORTED_SUFFIXES))}).")
+
+
+def print_summary(console: Console, out: dict[str, Any], paths: Sequence[Path] = ()) -> None:
     """Human summary of an ingest run."""
     docs, chunks, llm = out.get("documents", {}), out.get("chunks", {}), out.get("llm", {})
     graph = out.get("graph", {})
     p = console.print
+    if paths and (line := nothing_found(out, paths)):
+        p(line, markup=False, highlight=False)
     mode = f"LLM ({out.get('model')})" if out.get("mode") == "llm" else "no-LLM (rule-based)"
     p(f"[bold]Ingest finished[/bold] in {out.get('elapsed_s', 0)} s, extraction: {mode}")
     p(f"  documents  {docs.get('new', 0)} new, {docs.get('changed', 0)} changed, "
@@ -128,24 +140,58 @@ def print_summary(console: Console, out: dict[str, Any]) -> None:
 
 
 # -- status, remove, reembed ----------------------------------------------------------------
+GRAPH_COLUMNS = ("docs", "chunks", "pending", "failed", "entities", "relations")
+LLM_COLUMNS = ("LLM calls", "tokens in", "tokens out")
+SOURCE_MIN_WIDTH = 12
+
+
+def status_rows(report: sources.StatusReport) -> list[dict[str, str]]:
+    """One dict per source: the column name -> the cell text."""
+    rows = []
+    for r in report.sources:
+        rows.append({
+            "source": r.source if r.scope == "default" else f"{r.scope}/{r.source}",
+            "docs": str(r.documents), "chunks": f"{r.chunks['completed']}/{r.total_chunks}",
+            "pending": str(r.chunks["pending"] + r.chunks["extracting"]),
+            "failed": str(r.chunks["failed"]), "entities": str(r.entities),
+            "relations": str(r.relations), "LLM calls": str(r.llm_calls),
+            "tokens in": str(r.input_tokens), "tokens out": str(r.output_tokens)})
+    return rows
+
+
+def _table(title: str, columns: Sequence[str], rows: list[dict[str, str]]) -> Table:
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("source", overflow="fold", min_width=SOURCE_MIN_WIDTH)
+    for col in columns:
+        table.add_column(col, justify="right", no_wrap=True)
+    for row in rows:
+        table.add_row(row["source"], *(row[c] for c in columns))
+    return table
+
+
+def status_tables(report: sources.StatusReport, width: int) -> list[Table]:
+    """The per-source table of `krag status`; when it would not fit ``width`` columns, two
+    tables (graph, then LLM usage), so no number is ever wrapped or cut."""
+    rows = status_rows(report)
+    needed = SOURCE_MIN_WIDTH + 2 + sum(
+        2 + max(len(col), *(len(row[col]) for row in rows))
+        for col in GRAPH_COLUMNS + LLM_COLUMNS)
+    if needed <= width:
+        return [_table("Sources (chunks: completed/total)", GRAPH_COLUMNS + LLM_COLUMNS, rows)]
+    return [_table("Sources (chunks: completed/total)", GRAPH_COLUMNS, rows),
+            _table("LLM usage", LLM_COLUMNS, rows)]
+
+
 def status(console: Console, *, scope: str | None, as_json: bool = False) -> None:
     """`krag status`: per source documents, chunk statuses, graph size, LLM usage."""
     report = sources.status(scope)
     if as_json:
         console.print_json(json.dumps(report.as_json()))
         return
-    table = Table(title="Sources")
-    for col in ("source", "docs", "chunks done", "pending", "failed", "entities", "relations",
-                "LLM calls", "tokens in/out"):
-        table.add_column(col, justify="left" if col == "source" else "right",
-                         no_wrap=col == "source")
-    for r in report.sources:
-        name = r.source if r.scope == "default" else f"{r.scope}/{r.source}"
-        table.add_row(name, str(r.documents), f"{r.chunks['completed']}/{r.total_chunks}",
-                      str(r.chunks["pending"] + r.chunks["extracting"]), str(r.chunks["failed"]),
-                      str(r.entities), str(r.relations), str(r.llm_calls),
-                      f"{r.input_tokens}/{r.output_tokens}")
-    console.print(table if report.sources else "No documents yet: krag ingest PATH")
+    if not report.sources:
+        console.print("No documents yet: krag ingest PATH")
+    for table in status_tables(report, console.width) if report.sources else []:
+        console.print(table)
     console.print(f"Embedding model: {report.embedding_model or '-'} "
                   f"({report.embedding_dim or '?'}-d)", markup=False)
     for uri, chunk_id, error in report.failed:

@@ -8,8 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from graph_flows.services import scopes
-
 log = logging.getLogger(__name__)
 
 scope_app = typer.Typer(no_args_is_help=True, help="Scopes and their parents.")
@@ -29,6 +27,8 @@ def set_scope(
     parent: Annotated[str | None, typer.Option("--parent", help="Its parent scope.")] = None,
 ) -> None:
     """Declare a scope (a root, or a child of --parent). Queries in it see its ancestors."""
+    from graph_flows.services import scopes
+
     store = _store()
     try:
         chain = scopes.set_parent(store, name, parent)
@@ -41,6 +41,8 @@ def set_scope(
 @scope_app.command("list")
 def list_cmd() -> None:
     """List scopes with their parents."""
+    from graph_flows.services import scopes
+
     store = _store()
     try:
         rows = scopes.list_scopes(store)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph_flows.services import ask, explore, uploads
+from graph_flows.services import ask, explore, sources, uploads
 from graph_flows.services import scopes as scope_service
 from graph_flows.services.scopes import chain_of  # noqa: F401 - the pages' API
 from graph_flows.services.uploads import check_upload, safe_filename  # noqa: F401 - same
@@ -124,7 +124,7 @@ def ingest_files(
 ) -> dict[str, Any]:
     """Ingest uploaded files (:func:`graph_flows.services.uploads.ingest_uploads`) in a worker
     thread; ``on_progress(fraction, text)`` is called in the caller's thread. Returns the run
-    output (``failures`` included)."""
+    output (``failures`` and the stored ``files`` names included)."""
     q: queue.Queue[Any] = queue.Queue()
     box: dict[str, Any] = {}
 
@@ -163,3 +163,8 @@ def neighbourhood(resources: Resources, scope: str, entity_id: str,
                   limit: int = 30) -> dict[str, Any]:
     """An entity, its facts and its neighbours (services.explore)."""
     return explore.neighbourhood(resources.store, scope, entity_id, limit)
+
+
+def fact_documents(resources: Resources, fact_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    """The documents each fact was extracted from (services.sources)."""
+    return sources.fact_documents(resources.store, fact_ids)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 from datetime import date
 from functools import lru_cache
 from pathlib import Path
@@ -25,14 +26,6 @@ log = logging.getLogger(__name__)
 
 MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
 SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
-NO_LLM_HELP = (
-    "Answers are extractive (the retrieved facts, cited) until a chat model is reachable. "
-    "To connect one: start [Ollama](https://ollama.com) and `ollama pull llama3.1`, then set "
-    "`KRAG_CHAT_MODEL=ollama:llama3.1` (and `KRAG_OLLAMA_HOST` if it is not on "
-    "localhost:11434); or use an OpenAI-compatible endpoint with `KRAG_CHAT_MODEL=openai:<model>`, "
-    "`KRAG_OPENAI_BASE_URL` and `KRAG_OPENAI_API_KEY`. Restart `krag ui` afterwards.")
-
-
 @lru_cache(maxsize=1)
 def _mermaid_js(mtime: float) -> str:
     return MERMAID_JS.read_text(encoding="utf-8")
@@ -43,30 +36,96 @@ def mermaid_available() -> bool:
 
 
 def mermaid_html(diagram: str) -> str:
-    """A standalone page rendering ``diagram`` with the locally installed mermaid.js."""
+    """A standalone page rendering ``diagram`` with the locally installed mermaid.js; the
+    drawing is scaled down to fit the frame (width and height), never clipped."""
     js = _mermaid_js(MERMAID_JS.stat().st_mtime).replace("</script", "<\\/script")
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
-        "<style>body{margin:0;font-family:sans-serif;background:#fff}"
-        "pre.mermaid{margin:0;display:flex;justify-content:center}</style></head><body>"
+        "<style>html,body{margin:0;height:100%;overflow:hidden;font-family:sans-serif;"
+        "background:#fff}pre.mermaid{margin:0;height:100%;display:flex;"
+        "justify-content:center;align-items:flex-start}"
+        "pre.mermaid>svg{max-width:100%!important;max-height:100%;height:auto}</style>"
+        "</head><body>"
         f"<pre class=\"mermaid\">{html.escape(diagram)}</pre>"
         f"<script>{js}</script>"
         "<script>mermaid.initialize({startOnLoad:true, securityLevel:'strict', "
-        "theme:'default', flowchart:{htmlLabels:false}});</script>"
+        "theme:'default', flowchart:{htmlLabels:false, useMaxWidth:true}});</script>"
         "</body></html>")
 
 
-def diagram_height(diagram: str) -> int:
-    nodes = sum(1 for line in diagram.splitlines() if line.strip().endswith('"]'))
-    return max(160, min(620, 90 + 38 * nodes))
+COLUMN_PX = 700  # width of Streamlit's centred main column, which the drawing scales to
+FRAME_PX = (120, 900)
+_NODE_LINE = re.compile(r'^\s*(n\d+)\["(.*)"\]$')
+_EDGE_LINE = re.compile(r'^\s*(n\d+) (?:-->\|"(.*)"\||---) (n\d+)$')
+
+
+def _ranks(nodes: dict[str, str], edges: list[tuple[str, str, str]]) -> dict[str, int]:
+    """Mermaid's left-to-right layers, approximately: the longest chain of edges reaching
+    each node (cycles cut off after as many rounds as there are nodes)."""
+    rank = dict.fromkeys(nodes, 0)
+    for _ in range(len(nodes)):
+        moved = False
+        for a, _, b in edges:
+            if a in rank and b in rank and rank[b] < rank[a] + 1 < len(nodes):
+                rank[b], moved = rank[a] + 1, True
+        if not moved:
+            break
+    return rank
+
+
+def _parse(diagram: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    nodes: dict[str, str] = {}
+    edges: list[tuple[str, str, str]] = []
+    for line in diagram.splitlines():
+        if node := _NODE_LINE.match(line):
+            nodes[node[1]] = node[2]
+        elif edge := _EDGE_LINE.match(line):
+            edges.append((edge[1], edge[2] or "", edge[3]))
+    return nodes, edges
+
+
+def diagram_layout(diagram: str) -> tuple[str, int]:
+    """(direction, frame height) for the drawing. Mermaid puts each chain of edges in
+    successive layers: left to right (``LR``) the drawing is as tall as its fullest layer
+    (about 58 px a node) and as wide as its layers' labels and edge labels; top down
+    (``TD``) the other way round. A drawing wider than the page's column is scaled down,
+    and so is its height; the direction that keeps it larger wins (a long chain goes top
+    down instead of shrinking to a line)."""
+    nodes, edges = _parse(diagram)
+    if not nodes:
+        return "LR", FRAME_PX[0]
+    layers: dict[int, list[str]] = {}
+    for node, r in _ranks(nodes, edges).items():
+        layers.setdefault(r, []).append(node)
+    label = max((len(lbl) for _, lbl, _ in edges), default=0)
+    widths = [[7 * len(nodes[n]) + 40 for n in layer] for layer in layers.values()]
+    gaps = (len(layers) - 1) * (50 + 6 * label)
+    options = {"LR": (sum(max(w) for w in widths) + gaps, 58 * max(map(len, widths)) + 20),
+               "TD": (max(sum(w) + 20 * len(w) for w in widths),
+                      len(layers) * 60 + gaps // 3 + 20)}
+    scale = {d: min(1.0, COLUMN_PX / max(w, 1), FRAME_PX[1] / max(h, 1))
+             for d, (w, h) in options.items()}
+    direction = "TD" if scale["TD"] > 1.5 * scale["LR"] else "LR"
+    height = options[direction][1] * min(1.0, COLUMN_PX / max(options[direction][0], 1))
+    return direction, int(max(FRAME_PX[0], min(FRAME_PX[1], height + 16)))
+
+
+def diagram_frame(diagram: str) -> tuple[str, int]:
+    """The diagram in the direction :func:`diagram_layout` chose, and its frame height."""
+    direction, height = diagram_layout(diagram)
+    if direction == "TD" and diagram.startswith("graph LR\n"):
+        diagram = "graph TD\n" + diagram.removeprefix("graph LR\n")
+    return diagram, height
 
 
 def render_mermaid(diagram: str) -> None:
-    """The diagram as SVG (local mermaid.js), or its source with a setup hint."""
+    """The diagram as SVG (local mermaid.js) in a frame sized to the drawing, laid out in
+    the direction that keeps it readable, or its source with a setup hint."""
     if not diagram or diagram.strip() == "graph LR":
         return
     if mermaid_available():
-        components.html(mermaid_html(diagram), height=diagram_height(diagram), scrolling=True)
+        laid_out, height = diagram_frame(diagram)
+        components.html(mermaid_html(laid_out), height=height, scrolling=False)
     else:
         st.code(diagram, language="text")
         st.caption(SETUP_HINT)
@@ -116,22 +175,6 @@ def render_sources(result: dict[str, Any]) -> None:
                 st.markdown(f"- **{name}** *({kind})*: {md_escape(e.get('summary', ''))}")
 
 
-def render_metrics(result: dict[str, Any]) -> None:
-    """One caption: answer mode, results per retrieval method, fallbacks, milliseconds."""
-    m = result.get("search_metrics") or {}
-    results = m.get("results") or {}
-    methods = ", ".join(f"{md_escape(k)} {v}" for k, v in results.items() if v) or "none"
-    fallback = m.get("fallback") or {}
-    fb = ", ".join(md_escape(k) for k, v in fallback.items() if v) if isinstance(fallback, dict) \
-        else md_escape(fallback)
-    as_of = f" · as of {md_escape(result['as_of'])}" if result.get("as_of") else ""
-    st.caption(f"answer: {md_escape(result.get('answer_mode', '?'))} · methods: {methods} · "
-               f"vector fallback: {fb or 'no'} · retrieval {float(m.get('total_ms') or 0):.0f} ms"
-               + as_of)
-    for err in result.get("errors") or []:
-        st.caption(f"note: {md_escape(err)}")
-
-
 def confidence_line(result: dict[str, Any]) -> str | None:
     """ "Confidence: label — reason" (escaped) from ``answer_confidence``, or None if absent."""
     conf = result.get("answer_confidence")
@@ -139,16 +182,6 @@ def confidence_line(result: dict[str, Any]) -> str | None:
         return None
     reason = str(conf.get("reason") or "").strip()
     return f"Confidence: {md_escape(conf['label'])}" + (f" — {md_escape(reason)}" if reason else "")
-
-
-def render_answer_extras(result: dict[str, Any], *, diagram: bool = True) -> None:
-    """Everything under an answer: diagram, sources, confidence, metrics."""
-    if diagram:
-        render_mermaid(result.get("mermaid", ""))
-    render_sources(result)
-    if line := confidence_line(result):
-        st.caption(line)
-    render_metrics(result)
 
 
 def model_status(settings: Any) -> tuple[bool, str]:
@@ -163,10 +196,6 @@ def model_status(settings: Any) -> tuple[bool, str]:
     if res.llm_mode:
         return True, f"Chat model: {res.spec}"
     return False, res.notice or "Running in no-LLM mode."
-
-
-def no_llm_banner(notice: str) -> None:
-    st.warning(f"**No-LLM mode.** {md_escape(notice)}\n\n{NO_LLM_HELP}")
 
 
 def scope_label(name: str, chain: list[str]) -> str:

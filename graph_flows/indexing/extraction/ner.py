@@ -6,18 +6,22 @@ once per process (:func:`load_nlp` is cached), never at import. When spaCy or th
 missing, :func:`load_nlp` returns None, logs one notice, and the rule extractor works on its
 capitalised-phrase rules alone.
 
-spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`); numeric labels
-(CARDINAL, MONEY, PERCENT ...) are not entities of the graph.
+spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`: PERSON -> person,
+ORG -> organization, GPE/LOC/FAC -> location, dates with a number -> concept ...); numeric
+labels (CARDINAL, MONEY, PERCENT ...) are not entities of the graph. A date range ("1830 –
+1904") gives its two dates (:func:`_date_parts`). :func:`merge_mentions` joins NER and
+rule mentions.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from graph_flows.indexing.extraction.rule_mentions import Mention
+from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -39,6 +43,8 @@ and political groups ("Catholics", "Democratic", "Protestant") are told apart by
 (:data:`_GROUP_ENDING`) and become organizations."""
 _GROUP_ENDING = re.compile(r"(?:ic|ics|ism|ist|ists|ant|ants|s)$")
 _LEADING = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_RANGE = re.compile(r"\s*[–—]\s*|\s+-\s+|\s+to\s+")
+_YEAR = re.compile(r"\d{4}")
 _TRAILING = re.compile(r"\s*(?:['’]s?|[,;:])$")
 
 
@@ -71,8 +77,22 @@ def named_mentions(sentence: Span) -> list[Mention]:
             continue
         if ent.label_ == "NORP" and _GROUP_ENDING.search(text):
             rtype = "organization"
+        if ent.label_ == "DATE":
+            out.extend(_date_parts(text, start))
+            continue
         out.append(Mention(text, start, start + len(text), rtype, NER_CONFIDENCE))
     return out
+
+
+def _date_parts(text: str, start: int) -> list[Mention]:
+    """A date, or the two ends of a range ("1830 – 1904", "5 May 1901 - 2 June 1980") as two
+    dates when both ends name a number and the second a year ("1991–92" stays whole)."""
+    match = _RANGE.search(text)
+    parts = [(0, len(text))]
+    if match and _has_digit(text[: match.start()]) and _YEAR.search(text[match.end() :]):
+        parts = [(0, match.start()), (match.end(), len(text))]
+    return [Mention(text[a:b], start + a, start + b, "concept", NER_CONFIDENCE)
+            for a, b in parts]
 
 
 def _has_digit(text: str) -> bool:
@@ -83,3 +103,12 @@ def _has_digit(text: str) -> bool:
 def pipe(nlp: Language, texts: list[str], batch_size: int = 64) -> list[Any]:
     """Parsed docs of ``texts``, in order (one call of ``nlp.pipe``)."""
     return list(nlp.pipe(texts, batch_size=batch_size))
+
+
+def merge_mentions(sentence: str, named: list[Mention], ruled: list[Mention]) -> list[Mention]:
+    """NER mentions (retyped by a cue: organisation or place word, "born in" ...), plus rule
+    mentions that overlap none of them, in reading order."""
+    named = [replace(m, type=cue_type(m.name.split(), sentence[: m.start]) or m.type)
+             for m in named]
+    free = [m for m in ruled if all(m.end <= n.start or m.start >= n.end for n in named)]
+    return sorted(named + free, key=lambda m: m.start)

@@ -7,8 +7,7 @@ work alone (one notice in the log).
 Entities:
 
 * Markdown headings -> ``section`` entities (confidence 0.9).
-* spaCy named entities, typed by :data:`ner.LABEL_TYPES` (PERSON -> person, ORG ->
-  organization, GPE/LOC/FAC -> location, dates with a number -> concept ...), confidence 0.75.
+* spaCy named entities typed by :data:`ner.LABEL_TYPES`, confidence 0.75 (:mod:`ner`).
 * Where NER found nothing: capitalised word runs ("University of Cambridge", lowercase
   connectors such as "of"/"van" allowed inside), acronyms ("NASA") and technical tokens
   (CamelCase "PostgreSQL", snake_case "pg_trgm", "GPT-4", "Node.js", "C++"), a short version
@@ -19,8 +18,7 @@ Entities:
   person, organisation word ("Inc", "University") -> organization, "born/based in X" or a
   place word ("River") -> location, technical token -> technology, else concept.
 * Description: the first sentence that mentions the entity, trimmed to 300 characters.
-
-Relations (one sentence at a time):
+Relations:
 
 * A verb phrase alone between two neighbouring mentions (:data:`rule_lexicon.VERB_PATTERNS`:
   "uses", "is part of", "contains", "is defined as", "founded", passive "was founded by" with
@@ -32,35 +30,34 @@ Relations (one sentence at a time):
   ``attribute``, so a newer statement supersedes an older one (storage.supersede).
 * Date: when the sentence names exactly one year ("in 1996") a verb relation gets it as
   ``valid_at``; several different years -> no date.
-* With spaCy, every other pair of mentions of the sentence -> an evidence fact
-  (:mod:`evidence`) whose predicate is the connecting verb phrase of the parse, or
-  ``relates_to`` without one, at confidence 0.6, or 0.45 when the kinds of its ends rarely
-  relate (two dates, a date and a place ...); a sentence-initial He/She/It/They stands for
-  the previous sentence's subject, and the text's first subject is paired with later
-  sentences' mentions. Without spaCy, neighbouring mentions -> ``mentions`` at 0.3, at most
-  three per sentence.
+* With spaCy, other pairs of a sentence's mentions and document-level links -> evidence facts
+  (:mod:`evidence` lists the rules and confidences); without it, neighbouring mentions ->
+  ``mentions`` at 0.3, at most three per sentence.
 * Fact: the sentence (a 300-character window around the two mentions when longer).
 
-Limits: no negation handling in the patterns, no relations across sentences, English only.
-Output respects MAX_ENTITIES and MAX_RELATIONS: sections and endpoints of pattern and verb
-relations are kept first.
+Limits: no negation in the patterns, English only. MAX_ENTITIES and MAX_RELATIONS apply
+(relations by falling confidence; sections and relation endpoints kept first).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from graph_flows.indexing.documents.chunking import HEADING, lines_with_fences, split_sentences
 from graph_flows.indexing.extraction import rule_lexicon as lex
-from graph_flows.indexing.extraction.evidence import evidence_with_coreference
-from graph_flows.indexing.extraction.ner import load_nlp, named_mentions, pipe
+from graph_flows.indexing.extraction.evidence import (
+    evidence_with_coreference,
+    opening_evidence,
+    place_evidence,
+    place_kinds,
+)
+from graph_flows.indexing.extraction.ner import load_nlp, merge_mentions, named_mentions, pipe
 from graph_flows.indexing.extraction.rule_mentions import (
     Mention,
     capitalised_words,
-    cue_type,
     find_mentions,
 )
 from graph_flows.indexing.extraction.rule_output import limited
@@ -132,29 +129,30 @@ def _extract(headings: list[str], sentences: list[str], docs: list[Any] | None) 
     known = capitalised_words(sentences)
     previous: Mention | None = None
     topic: Mention | None = None
+    places: list[tuple[Mention, str]] = []
+    opening: list[tuple[Mention, str]] = []
     for k, sentence in enumerate(sentences):
         mentions = find_mentions(sentence, known)
         if docs is not None:
-            mentions = _merge_mentions(sentence, named_mentions(docs[k][:]), mentions)
+            mentions = merge_mentions(sentence, named_mentions(docs[k][:]), mentions)
         for mention in mentions:
             _add_entity(found, _entity(mention, sentence))
         _relate(found, sentence, mentions, cooccur=docs is None)
-        if docs is not None:
-            evidence, previous = evidence_with_coreference(docs[k], mentions, previous, topic)
-            topic = previous if k == 0 else topic
-            found.cooccurrences.extend(
-                _relation(e.subject, e.object, e.predicate, e.confidence, sentence)
-                for e in evidence)
+        if docs is None:
+            continue
+        evidence, previous = evidence_with_coreference(docs[k], mentions, previous, topic,
+                                                       opening=k == 0)
+        here = place_kinds(docs[k], mentions)
+        if k == 0:
+            topic = previous or (mentions[0] if mentions and mentions[0].start == 0 else None)
+            opening = here
+        evidence.extend(opening_evidence(opening, mentions) if k else ())
+        evidence.extend(place_evidence(places, here))
+        places.extend(here)
+        found.cooccurrences.extend(
+            _relation(e.subject, e.object, e.predicate, e.confidence, sentence)
+            for e in evidence)
     return limited(list(found.entities.values()), found.verb_relations, found.cooccurrences)
-
-
-def _merge_mentions(sentence: str, named: list[Mention], ruled: list[Mention]) -> list[Mention]:
-    """NER mentions (retyped by a cue: organisation or place word, "born in" ...), plus rule
-    mentions that overlap none of them, in reading order."""
-    named = [replace(m, type=cue_type(m.name.split(), sentence[: m.start]) or m.type)
-             for m in named]
-    free = [m for m in ruled if all(m.end <= n.start or m.start >= n.end for n in named)]
-    return sorted(named + free, key=lambda m: m.start)
 
 
 def _units(text: str) -> tuple[list[str], list[str]]:
@@ -234,7 +232,8 @@ def _verb_relation(
         if exact.match(between):
             subject, obj = (right, left) if swap else (left, right)
             rel = _relation(subject, obj, rtype, confidence, sentence)
-            return rel.model_copy(update={"valid_at": sentence_year(sentence)})
+            return rel.model_copy(update={"valid_at": sentence_year(sentence), "predicate_text":
+                                          None if swap else " ".join(between.split())})
     return None
 
 

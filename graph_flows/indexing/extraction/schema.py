@@ -34,6 +34,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from graph_flows.indexing.extraction.types import ENTITY_TYPES, RELATION_TYPES
 
@@ -105,6 +106,9 @@ class ExtractedRelation(BaseModel):
         "at a time (ceo, headquarters, owner, current_version, license, status, leader): that "
         "property's name in snake_case; otherwise null.",
     )
+    predicate_text: SkipJsonSchema[str | None] = None
+    """Set by validation (not part of the schema): the predicate as stated, when ``predicate``
+    became a relation type that does not repeat it ("acquired" -> ``relates_to``)."""
 
     _clamp = field_validator("confidence", mode="before")(clamp_confidence)
     _empty = field_validator("fact", mode="before")(_none_to_empty)

@@ -157,6 +157,13 @@ def normalize_relation_type(raw: str | None) -> str:
     return DEFAULT_RELATION_TYPE
 
 
+def stated_predicate(phrase: str, relation_type: str) -> str | None:
+    """``phrase`` (a predicate as written) when it says more than ``relation_type``, which it
+    was mapped to ("acquired" for ``relates_to``, "utilizes" for ``uses``); None when it is
+    empty or only the type again ("uses", "Relates to")."""
+    return phrase if phrase.strip() and _key(phrase) != _key(relation_type) else None
+
+
 def normalize_attribute(raw: str | None) -> str | None:
     """A single-valued attribute name in snake_case (aliases merged), or None when absent or
     not a plain name of at most 40 letters, digits and underscores."""

@@ -39,8 +39,10 @@ from graph_flows.indexing.extraction.types import (
     normalize_attribute,
     normalize_entity_type,
     normalize_relation_type,
+    stated_predicate,
 )
 from graph_flows.shared.dates import parse_date
+from storage.ids import predicate_key
 
 T = TypeVar("T")
 
@@ -61,6 +63,7 @@ DEFAULT_MAX_PROMPT_CHARS = 8000
 MAX_NAME_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
 MAX_FACT_CHARS = 1000
+MAX_PREDICATE_CHARS = 100
 DROP_REASONS = (
     "malformed",
     "bad_name",
@@ -137,11 +140,12 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
     confidence and the longest description (``duplicate``); at most CAP_ENTITIES kept
     (``over_limit``).
 
-    Relations: predicate normalised to a canonical type while the fact keeps the original
-    wording (an empty fact becomes "subject predicate object"); dropped on injection in any
-    field, low confidence, an endpoint that is not a kept entity (matched on the name key,
-    then spelled like the entity: ``unknown_endpoint``), same endpoint twice (``self_loop``),
-    duplicates by (subject, type, object) (``duplicate``), beyond CAP_RELATIONS
+    Relations: predicate normalised to a canonical type, ``predicate_text`` the predicate as
+    stated (at most 100 characters; None when it repeats the type), the fact the original
+    wording (empty: "subject predicate object"); dropped on injection in any field, low
+    confidence, an endpoint that is not a kept entity (matched on the name key, then spelled
+    like the entity: ``unknown_endpoint``), same endpoint twice (``self_loop``), duplicates
+    by (subject, type, object, stated predicate) (``duplicate``), beyond CAP_RELATIONS
     (``over_limit``). ``valid_at`` becomes an ISO 8601 UTC date-time (:func:`parse_valid_at`) or
     None (``bad_date``).
     """
@@ -223,12 +227,13 @@ def _validate_relations(
     dropped: Counter[str],
 ) -> list[ExtractedRelation]:
     """Relation rules of :func:`validate_extraction`, in order."""
-    kept: dict[tuple[str, str, str], ExtractedRelation] = {}
+    kept: dict[tuple[str, str, str, str], ExtractedRelation] = {}
     for item in items:
         relation = _check_relation(item, names, min_confidence, dropped)
         if relation is None:
             continue
-        key = (name_key(relation.subject), relation.predicate, name_key(relation.object))
+        key = (name_key(relation.subject), relation.predicate, name_key(relation.object),
+               predicate_key(relation.predicate, relation.predicate_text) or "")
         if key in kept:
             dropped["duplicate"] += 1
             if relation.confidence > kept[key].confidence:
@@ -246,9 +251,10 @@ def _check_relation(
 ) -> ExtractedRelation | None:
     """One relation cleaned, normalised and attached to kept entities, or None."""
     subject, obj = clean_name(item.subject), clean_name(item.object)
-    phrase = clean_name(item.predicate.replace("_", " "))
+    stated = item.predicate_text or item.predicate
+    phrase = clean_name(stated.replace("_", " "))
     fact = clean_name(item.fact) or f"{subject} {phrase} {obj}"
-    raw = (item.subject, item.object, item.predicate, item.fact, item.attribute or "")
+    raw = (item.subject, item.object, item.predicate, stated, item.fact, item.attribute or "")
     if any(looks_like_injection(t) for t in (subject, obj, phrase, fact, *raw)):
         dropped["injection"] += 1
         return None
@@ -269,10 +275,10 @@ def _check_relation(
     valid_at = parse_valid_at(item.valid_at)
     if item.valid_at and valid_at is None:
         dropped["bad_date"] += 1
+    rtype = normalize_relation_type(item.predicate)
+    said = _truncate(phrase, MAX_PREDICATE_CHARS) if stated_predicate(phrase, rtype) else None
     return ExtractedRelation(
-        subject=names[s_key],
-        predicate=normalize_relation_type(item.predicate),
-        object=names[o_key],
+        subject=names[s_key], predicate=rtype, predicate_text=said, object=names[o_key],
         fact=fact,
         confidence=confidence,
         valid_at=valid_at,

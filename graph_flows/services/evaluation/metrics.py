@@ -64,10 +64,14 @@ class RetrievalScore:
     rr: list[float] = field(default_factory=list)
     answered: list[bool] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    in_answer: list[bool] = field(default_factory=list)
 
     def add(self, ranked: Sequence[str], gold: Sequence[str], answer_found: bool,
-            latency_ms: float) -> None:
-        """Score one question."""
+            latency_ms: float, answer_in_answer: bool | None = None) -> None:
+        """Score one question; ``answer_in_answer``: whether the gold answer occurs in the
+        system's own answer text (None for a system that writes no answer)."""
+        if answer_in_answer is not None:
+            self.in_answer.append(answer_in_answer)
         for k in RECALL_KS:
             self.recalls[k].append(recall_at(ranked, gold, k))
         self.all_supp.append(all_supported(ranked, gold, 10))
@@ -76,11 +80,14 @@ class RetrievalScore:
         self.latencies_ms.append(latency_ms)
 
     def as_dict(self) -> dict[str, object]:
-        """``{"R@2", "R@5", "R@10", "AllSupp@10", "MRR", "Ans@ctx", "latency_ms"}``."""
+        """``{"R@2", "R@5", "R@10", "AllSupp@10", "MRR", "Ans@ctx", "latency_ms"}``, and
+        ``"Ans@answer"`` when answers were scored."""
         out: dict[str, object] = {f"R@{k}": _mean(v) for k, v in self.recalls.items()}
         out["AllSupp@10"] = _mean([float(b) for b in self.all_supp])
         out["MRR"] = _mean(self.rr)
         out["Ans@ctx"] = _mean([float(b) for b in self.answered])
+        if self.in_answer:
+            out["Ans@answer"] = _mean([float(b) for b in self.in_answer])
         out["latency_ms"] = {"p50": round(percentile(self.latencies_ms, 50), 1),
                              "p95": round(percentile(self.latencies_ms, 95), 1)}
         return out

@@ -8,6 +8,8 @@ Ranking of the graph's passages: the passages the graph ranked itself (``passage
 the retrieved entities (their provenance) in entity rank order, deduplicated.
 Ans@ctx is the answer (or an alias) in the context the graph built (``definitions``,
 ``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
+Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
+answer: queries run without an LLM, so that is the extractive no-LLM answer users get.
 ``recipe`` selects the query graph's ranking recipe (default: the graph's default).
 """
 
@@ -210,7 +212,8 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> RetrievalScore:
             ranked = graph_passages(result, entity_documents(conn, ids))
         built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
                                                         "passages_text"))
-        score.add(ranked, q.gold, answer_in(built, q.answers), ms)
+        score.add(ranked, q.gold, answer_in(built, q.answers), ms,
+                  answer_in(result.get("answer") or "", q.answers))
         run.progress("krag", n, len(run.questions))
     return score
 

@@ -1,0 +1,117 @@
+"""Per-node and per-step latency of the query graph's retrieval recipes on an ingested scope,
+with the passage recall of the same runs.
+
+Usage::
+
+    KRAG_DATA_DIR=/tmp/evalG KRAG_CHAT_MODEL=none python -m bench.ppr_latency \\
+        --questions ../shared/benchdata/multihop/questions.jsonl --scope eval-0ecbd479d6cb \\
+        [--recipes ppr,split] [--offset 0] [--limit 100] [--json]
+
+Runs ``analyze_query``, ``retrieve_knowledge`` and ``build_context`` (the nodes themselves,
+no answer step) for every question, the recipes alternating question by question so machine
+noise falls on both alike, after a few warm-up questions. Prints p50 / p95 of each node and of
+each step the recipe records in ``search_metrics["ms"]`` (for ``ppr``: candidates, fact
+linking, passage search, neighbourhood fetch, PageRank, passage fetch), and R@2/5/10 and
+Ans@ctx scored as ``krag eval multihop`` scores them (graph_flows.services.evaluation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from graph_flows.query import nodes
+from graph_flows.query.context import QueryContext
+from graph_flows.services.evaluation.data import read_questions
+from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in, percentile
+from graph_flows.services.evaluation.multihop import graph_passages
+from graph_flows.shared.resources import build_resources, use_resources
+from graph_flows.shared.settings import load_settings
+from storage.fulltext import entity_documents
+
+WARMUP = 3
+
+
+def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dict[str, float]]:
+    """The three nodes for one question: the merged state and each node's milliseconds."""
+    runtime = SimpleNamespace(context=QueryContext(recipe=recipe))
+    state: dict[str, Any] = {"query": question, "scope": scope}
+    ms: dict[str, float] = {}
+    for node in (nodes.analyze_query, nodes.retrieve_knowledge, nodes.build_context):
+        start = time.perf_counter()
+        state |= node(state, runtime)  # type: ignore[arg-type]
+        ms[node.__name__] = (time.perf_counter() - start) * 1000
+    return state, ms
+
+
+def steps(metrics: dict[str, Any]) -> dict[str, float]:
+    """The recipe's per-step milliseconds (search methods and the ppr recipe's own)."""
+    out = {f"sql.{k}": float(v) for k, v in metrics.get("ms", {}).items()}
+    for k, v in (metrics.get("ppr") or {}).get("steps_ms", {}).items():
+        out[f"ppr.{k}"] = float(v)
+    return out
+
+
+def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+    """p50 / p95 / max of each timed name."""
+    return {k: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1),
+                "max": round(max(v), 1), "n": len(v)} for k, v in sorted(times.items())}
+
+
+def main() -> None:
+    """Parse arguments, run the questions, print the report."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--questions", type=Path, required=True)
+    p.add_argument("--scope", required=True)
+    p.add_argument("--recipes", default="ppr,split")
+    p.add_argument("--offset", type=int, default=0, help="skip this many questions")
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    recipes = args.recipes.split(",")
+    questions = read_questions(args.questions)[args.offset:]
+    questions = questions[:args.limit] if args.limit else questions
+    res = build_resources(load_settings(chat_model="none"))
+    times = {r: defaultdict(list) for r in recipes}
+    scores = {r: RetrievalScore() for r in recipes}
+    try:
+        with use_resources(res):
+            for q in questions[:WARMUP]:
+                for r in recipes:
+                    run_one(q.question, args.scope, r)
+            for q in questions:
+                for r in recipes:
+                    state, ms = run_one(q.question, args.scope, r)
+                    for k, v in (ms | steps(state.get("search_metrics", {}))).items():
+                        times[r][k].append(v)
+                    ids = [e["id"] for e in state.get("entities") or [] if e.get("id")]
+                    with res.store.connect() as conn:
+                        ranked = graph_passages(state, entity_documents(conn, ids))
+                    built = "\n".join(state.get(k, "") for k in (
+                        "definitions", "facts_text", "passages_text"))
+                    scores[r].add(ranked, q.gold, answer_in(built, q.answers),
+                                  ms["retrieve_knowledge"])
+    finally:
+        res.store.close()
+    report = {r: {"quality": scores[r].as_dict(), "ms": summary(times[r]),
+                  "raw_ms": {k: [round(x, 2) for x in times[r][k]]
+                             for k in ("retrieve_knowledge", "build_context")}}
+              for r in recipes}
+    if args.json:
+        print(json.dumps(report))
+        return
+    for r in recipes:
+        qual = report[r]["quality"]
+        print(f"## {r}: " + "  ".join(f"{k} {qual[k]:.3f}" for k in (
+            "R@2", "R@5", "R@10", "AllSupp@10", "MRR", "Ans@ctx")))
+        for name, s in report[r]["ms"].items():
+            print(f"  {name:32s} p50 {s['p50']:7.1f}  p95 {s['p95']:7.1f}  max {s['max']:7.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Shared parts of the retrieval recipes: the search pool, the per-method runner (metrics,
+retry, deadline), the configuration and result types, and the merging of hits into entity
+and fact rows (graph_flows.query.retrieval dispatches to the recipes)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError
+
+from graph_flows.query import scoring
+from storage import search
+
+log = logging.getLogger(__name__)
+
+# The search pool: each method is one statement on a pooled connection of its own.
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
+RECIPES = ("split", "rrf", "ppr")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchConfig:
+    entity_limit: int = 15
+    fact_limit: int = 20
+    like_share: float = 0.6
+    fallback_ratio: float = 0.5
+    trigram_threshold: float = 0.1
+    recipe: str = "split"  # one of RECIPES
+    max_hops: int = 2  # 1..multihop.MAX_HOPS (measured best: docs/BENCHMARKS.md)
+
+
+@dataclass
+class Retrieved:
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    passages: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Metrics:
+    def __init__(self, deadline: float | None = None) -> None:
+        self.ms: dict[str, float] = {}
+        self.results: dict[str, int] = {}
+        self.errors: dict[str, str] = {}
+        self.skipped: list[str] = []
+        self.deadline = deadline
+
+    def spent(self, name: str) -> bool:
+        """True (and ``name`` recorded as skipped) when the request budget is used up."""
+        if self.deadline is not None and time.time() >= self.deadline:
+            self.skipped.append(name)
+            return True
+        return False
+
+    def run(self, engine: Any, name: str, fn: Callable[..., list], *args: Any) -> list:
+        if self.spent(name):
+            return []
+        start = time.perf_counter()
+        try:
+            out = _with_retry(engine, fn, args)
+        except Exception as exc:  # degrade: report the method, keep the others
+            log.warning("search method %s failed and was skipped", name, exc_info=True)
+            self.errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            out = []
+        self.ms[name] = round((time.perf_counter() - start) * 1000, 2)
+        self.results[name] = len(out)
+        return out
+
+
+def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
+    """Run on a pooled connection; a connection the server dropped is replaced once."""
+    for attempt in (1, 2):
+        try:
+            with engine.connect() as conn:
+                return fn(conn, *args)
+        except DBAPIError as exc:
+            if attempt == 2 or not exc.connection_invalidated:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
+    return list(search.fact_sources(conn, fact_ids).items())
+
+
+def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] | None:
+    if m.spent("embed_query"):
+        return None
+    start = time.perf_counter()
+    try:
+        return embed_query()
+    except Exception as exc:
+        log.warning("embedding the query failed; vector search skipped", exc_info=True)
+        m.errors["embed_query"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+        return None
+    finally:
+        m.ms["embed_query"] = round((time.perf_counter() - start) * 1000, 2)
+
+
+def _entity_row(hit: search.EntityHit) -> dict[str, Any]:
+    return {**asdict(hit.entity), "methods": set(), "name_match": False,
+            "summary_match": False, "similarity": 0.0}
+
+
+def _note(row: dict[str, Any], hit: search.EntityHit) -> None:
+    row["methods"].add(hit.method)
+    row["name_match"] |= hit.field == "name"
+    row["summary_match"] |= hit.field == "summary"
+    row["similarity"] = max(row["similarity"], hit.similarity)
+
+
+def _add_entity_hits(out: dict[str, dict], hits: list[search.EntityHit], new_max: int) -> None:
+    """Merge hits: known entities gain evidence; at most ``new_max`` new ones are added."""
+    added = 0
+    for h in hits:
+        if h.entity.id in out:
+            _note(out[h.entity.id], h)
+        elif added < new_max:
+            out[h.entity.id] = _entity_row(h)
+            _note(out[h.entity.id], h)
+            added += 1
+
+
+def _merge_entities(got: dict[str, list], like_n: int, trgm_n: int) -> dict[str, dict]:
+    """LIKE hits (exact names first) fill the LIKE share, trigram hits their own share."""
+    out: dict[str, dict] = {}
+    _add_entity_hits(out, got["entity_like"], like_n)
+    _add_entity_hits(out, got["entity_trigram"] + got["entity_summary"], trgm_n)
+    return out
+
+
+def _fact_row(hit: search.FactHit) -> dict[str, Any]:
+    return {**asdict(hit.fact), "methods": set(), "text_match": False, "similarity": 0.0,
+            "hop": None}
+
+
+def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: int) -> None:
+    added = 0
+    for h in hits:
+        row = out.get(h.fact.id)
+        if row is None:
+            if added >= new_max:
+                continue
+            row = out[h.fact.id] = _fact_row(h)
+            added += 1
+        row["methods"].add(h.method)
+        if h.method == "graph":  # similarity is 1 / hop: graph distance, not text
+            hop = round(1 / h.similarity)
+            row["hop"] = hop if row["hop"] is None else min(row["hop"], hop)
+            continue
+        row["similarity"] = max(row["similarity"], h.similarity)
+        row["text_match"] |= h.method == "like" or h.similarity >= 0.6
+
+
+def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
+            fused: dict[str, float] | None = None) -> Retrieved:
+    """Endpoints, sources, scores and order. ``fused`` (rrf recipe): the fused score of each
+    entity and fact id, which then orders the rows (dict order = fused order)."""
+    missing = {f[k] for f in facts.values() for k in ("subject_id", "object_id")} - set(entities)
+    ends = _POOL.submit(m.run, engine, "endpoints", search.entities_by_ids, scope,
+                        sorted(missing))
+    srcs = _POOL.submit(m.run, engine, "fact_sources", _sources, sorted(facts))
+    known = {e.id: e for e in ends.result()}
+    sources = dict(srcs.result())
+    for f in list(facts.values()):  # every fact keeps both ends
+        f["sources"] = sources.get(f["id"], [])
+        for key in ("subject_id", "object_id"):
+            if f[key] not in entities and f[key] not in known:
+                facts.pop(f["id"], None)
+    ent_rows = []
+    for row in entities.values():
+        row["score"] = scoring.entity_score(row["name_match"], row["summary_match"])
+        ent_rows.append(row)
+    if fused is None:
+        ent_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
+                                     r["name"]))
+    else:
+        for row in ent_rows:
+            row["fused"] = round(fused.get(row["id"], 0.0), 6)
+    names = {r["id"]: r["name"] for r in ent_rows} | {e.id: e.name for e in known.values()}
+    retrieved = {r["id"] for r in ent_rows}
+    fact_rows = []
+    for f in facts.values():
+        f["score"] = scoring.fact_score(f["text_match"], f["subject_id"] in retrieved,
+                                        f["object_id"] in retrieved)
+        f["subject"], f["object"] = names[f["subject_id"]], names[f["object_id"]]
+        fact_rows.append(f)
+    if fused is None:
+        fact_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
+                                      r["fact"]))
+    else:
+        for row in fact_rows:
+            row["fused"] = round(fused.get(row["id"], 0.0), 6)
+    for row in ent_rows + fact_rows:
+        row["methods"] = sorted(row["methods"])
+        row["agreement"] = scoring.agreement(row["methods"])
+    ent_rows += [{**asdict(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
+                  "name_match": False, "summary_match": False,
+                  "agreement": scoring.agreement(["endpoint"])} for e in known.values()]
+    return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
+                                           "errors": m.errors, "skipped": m.skipped})
+
+

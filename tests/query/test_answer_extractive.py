@@ -1,0 +1,127 @@
+"""The no-LLM answer, its confidence and the diagram, as pure functions (no database)."""
+
+from __future__ import annotations
+
+from graph_flows.query import answer, extractive, scoring
+from graph_flows.query.mermaid import build_mermaid, node_key
+from tests.query.test_query_graph import assert_valid_mermaid
+
+ARTICLE = {"label": "P1", "id": "c1", "uri": "harrowgate.md", "title": "Harrowgate Foods",
+           "text": "Harrowgate Foods makes frozen pies in Leeds. It was "
+                   "founded in 1987 by Margaret Ellison. In 2015 it was acquired by Norvale "
+                   "Group."}
+OTHER = {"label": "P2", "id": "c2", "uri": "norvale.md", "title": "Norvale Group",
+         "text": "Norvale Group is a Dutch company. It is headquartered in Utrecht."}
+
+
+def _fact(fid: str, subject: str, obj: str, sentence: str, predicate: str = "relates_to",
+          **extra: str) -> dict:
+    return {"id": fid, "label": fid.upper(), "subject_id": subject.lower(), "subject": subject,
+            "object_id": obj.lower(), "object": obj, "predicate": predicate, "fact": sentence,
+            **extra}
+
+
+def test_question_names_predicate_and_kind() -> None:
+    q = extractive.question("Which company acquired Harrowgate Foods in 2015?")
+    assert q.names == {"harro", "food", "2015"} and q.other == {"compa", "acqui"}
+    assert q.kind == {"compa"} and q.predicate == {"acqui"} and not q.wants_number
+    assert extractive.question("When was it founded?").wants_number
+    assert extractive.question("who made quillpoint", ["Quillpoint"]).names == {"quill"}
+    assert {extractive.stem(w) for w in ("use", "uses", "used", "using")} == {"us"}
+    assert extractive.stem("founded") == extractive.stem("founder") == "found"
+
+
+def test_lead_is_the_sentence_that_answers_read_with_its_title() -> None:
+    for query, expected in [("Who founded Harrowgate Foods?", "Margaret Ellison"),
+                            ("Which company acquired Harrowgate Foods?", "Norvale Group"),
+                            ("When was Harrowgate Foods founded?", "1987")]:
+        text = answer.extractive_answer([], query=query, passages=[ARTICLE, OTHER])
+        assert text.startswith(answer.EXTRACTIVE_HEADER)
+        assert expected in text.split("\n")[2], (query, text)
+
+
+def test_bridge_leads_to_the_second_hop() -> None:
+    facts = [_fact("f1", "Harrowgate Foods", "Norvale Group",
+                   "In 2015 it was acquired by Norvale Group.")]
+    picked = extractive.pick("Where is the company that acquired Harrowgate Foods headquartered?",
+                             facts, [ARTICLE, OTHER])
+    assert "acquired" in picked[0].sentence and picked[1].sentence.endswith("Utrecht.")
+
+
+def test_facts_alone_repeat_one_sentence_once_with_all_its_topics() -> None:
+    said = "He was born in Lagos and studied in Turku."
+    facts = [_fact("f1", "Daniel Okafor", "1978", "Daniel Okafor (born 1978) is an author."),
+             _fact("f2", "Lagos", "Turku", said), _fact("f3", "Daniel Okafor", "Lagos", said)]
+    pool = extractive.candidates(facts, [])
+    assert [c.sentence for c in pool].count(said) == 1
+    assert extractive.terms("Daniel Lagos Turku") <= next(
+        c for c in pool if c.sentence == said).topic
+    lead = extractive.pick("Where was Daniel Okafor born?", facts, [])[0]
+    assert lead.sentence == said and lead.label == "F2"
+
+
+def _cite(*texts: str) -> list[dict]:
+    return [{"fact_id": str(i), "fact": t, "subject": "", "object": ""}
+            for i, t in enumerate(texts)]
+
+
+def test_confidence_is_question_coverage_not_method_agreement() -> None:
+    q = extractive.question("Who founded Harrowgate Foods?")
+    high = scoring.answer_confidence(q, _cite("Harrowgate Foods was founded by M. Ellison."))
+    assert high == {"label": "high", "reason": "the cited fact covers 2 of the question's 2 "
+                    "names (Harrowgate, Foods) and 1 of its 1 other words (founded)"}
+    medium = scoring.answer_confidence(q, _cite("Harrowgate Foods is based in Leeds."))
+    assert medium["label"] == "medium"
+    low = scoring.answer_confidence(q, _cite("Foods were sold at the market."))
+    assert low["label"] == "low"
+    for cited in (_cite("Norvale was founded in 1971."), []):
+        assert scoring.answer_confidence(q, cited)["label"] == "none"
+    passage = [{"passage_id": "c1", "text": "It was founded in 1987.",
+                "title": "Harrowgate Foods"}]
+    assert scoring.answer_confidence(q, passage)["label"] == "high"  # the title counts
+    assert scoring.answer_confidence(q, [], retrieved=False) == {
+        "label": "none", "reason": "nothing was retrieved"}
+    nameless = extractive.question("what is a frozen pie")
+    assert scoring.answer_confidence(nameless, _cite("A frozen pie is a pie."))["label"] == "high"
+    assert scoring.answer_confidence(nameless, _cite("Leeds is a city."))["label"] == "none"
+
+
+def test_nothing_relevant_answer_says_so() -> None:
+    text = answer.nothing_relevant_answer("the reason", ["Leeds"])
+    assert "Nothing relevant found" in text and "(the reason)" in text and "Leeds" in text
+
+
+# --- the diagram -------------------------------------------------------------------------
+def _chain_with_decoys() -> tuple[list[dict], list[dict]]:
+    """Decoy pairs rank first; the path Quillpoint -> Brightmoor -> Samuel Reyes ranks last;
+    "brightmoor" and "BRIGHTMOOR-2" are two ids of one entity spelled alike."""
+    facts = [_fact(f"d{i}", f"Decoy {i}", f"Other {i}", f"Decoy {i} met Other {i}.")
+             for i in range(8)]
+    facts += [_fact("a", "Quillpoint", "Brightmoor", "Quillpoint was acquired by Brightmoor.",
+                    predicate_text="was acquired by"),
+              {**_fact("b", "Samuel Reyes", "brightmoor!", "Samuel Reyes founded Brightmoor.",
+                       predicate="founded"), "object_id": "brightmoor-2"}]
+    entities = [{"id": f["subject_id"], "name": f["subject"]} for f in facts]
+    return entities, facts
+
+
+def test_diagram_draws_the_path_between_the_question_entities() -> None:
+    entities, facts = _chain_with_decoys()
+    q = extractive.question("Who founded the company that acquired Quillpoint?")
+    diagram = build_mermaid(entities, facts, max_nodes=4, question=q, cited=["b"])
+    assert_valid_mermaid(diagram)
+    assert diagram.count('["') == 3  # Quillpoint, Brightmoor (one node), Samuel Reyes
+    assert '"Decoy' not in diagram and '"Brightmoor"' in diagram
+    assert '-->|"was acquired by"|' in diagram and '-->|"founded"|' in diagram
+    assert "linkStyle 0 " in diagram  # the cited fact is drawn first and marked
+    assert "class n3 asked" in diagram  # Quillpoint, the entity the question names
+    assert node_key("Brightmoor!") == node_key(" brightmoor ") == "brightmoor"
+
+
+def test_diagram_without_question_grows_connected_from_the_best_fact() -> None:
+    entities, facts = _chain_with_decoys()
+    diagram = build_mermaid(entities, facts, max_nodes=6)
+    assert_valid_mermaid(diagram)
+    assert diagram.count('["') == 2 and "n1 --- n2" in diagram  # one pair, no stray ones
+    generic = build_mermaid([], [_fact("x", "A", "B", "A and B.")])
+    assert generic.endswith("n1 --- n2") and "relates_to" not in generic

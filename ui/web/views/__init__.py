@@ -1,0 +1,1 @@
+"""The pages of the web UI (run by ``ui/web/app.py`` through ``st.navigation``)."""

@@ -1,0 +1,82 @@
+"""Explore: find an entity, read its definition, facts and sources, walk to its neighbours."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from graph_flows.query.mermaid import build_mermaid
+from ui.web import backend, components, state
+
+md = backend.md_escape
+
+
+def select(entity_id: str) -> None:
+    st.session_state["explore_id"] = entity_id
+
+
+def document_label(doc: dict[str, str]) -> str:
+    """``title (source:uri)`` of a document, or ``source:uri`` when it has no own title."""
+    where = f"{doc.get('source')}:{doc.get('uri')}"
+    title = doc.get("title") or ""
+    return f"{title} ({where})" if title and title != doc.get("uri") else where
+
+
+def show_facts(facts: list[dict[str, Any]], docs: dict[str, list[dict[str, str]]]) -> None:
+    """Each fact with the documents it was extracted from, then every source once."""
+    st.markdown(f"**Facts** ({len(facts)})")
+    for f in facts:
+        origin = "; ".join(document_label(d) for d in docs.get(f["id"], []))
+        st.markdown(f"- {md(f['fact'])}" + (f"  \n  *from:* {md(origin)}" if origin else ""))
+    sources = {document_label(d): d for f in facts for d in docs.get(f["id"], [])}
+    st.markdown(f"**Sources** ({len(sources)})")
+    if not sources:
+        st.caption("No document behind these facts (e.g. facts remembered over MCP).")
+    for label in sorted(sources):
+        st.markdown(f"- {md(label)}")
+
+
+def show_entity(resources: Any, scope: str, entity_id: str) -> None:
+    hood = backend.neighbourhood(resources, scope, entity_id)
+    if not hood:
+        st.info("That entity is not in this scope.")
+        return
+    e = hood["entity"]
+    st.subheader(md(e.name))
+    st.caption(f"type: {md(e.type)} · confidence {e.confidence:.2f}")
+    st.markdown(md(e.summary) if e.summary else "*no definition*")
+    nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
+                                                 for n in hood["neighbours"]]
+    components.render_mermaid(build_mermaid(nodes, hood["facts"]))
+    show_facts(hood["facts"], backend.fact_documents(resources, [f["id"] for f in hood["facts"]]))
+    if hood["neighbours"]:
+        st.markdown("**Neighbours**")
+        cols = st.columns(3)
+        for i, n in enumerate(hood["neighbours"]):
+            cols[i % 3].button(md(n.name), key=f"nb-{n.id}", on_click=select, args=(n.id,))
+
+
+def main() -> None:
+    state.init_session()
+    settings, resources, error = state.load()
+    st.title("Explore the graph")
+    if resources is None:
+        st.error(f"Knowledge base unavailable: {error}")
+        return
+    scope = components.scope_picker(state.scope_options(resources, settings), settings.scope)
+    term = st.text_input("Find an entity", placeholder="e.g. Ada Lovelace")
+    if term.strip():
+        found = backend.find_entities(resources, scope, term)
+        if not found:
+            st.info("No entity matches that name in this scope.")
+        cols = st.columns(3)
+        for i, ent in enumerate(found):
+            cols[i % 3].button(md(ent.name), key=f"hit-{ent.id}", on_click=select,
+                               args=(ent.id,))
+    if st.session_state.get("explore_id"):
+        st.divider()
+        show_entity(resources, scope, st.session_state["explore_id"])
+
+
+main()
