@@ -40,7 +40,9 @@ NEAR = 3
 RANK_WEIGHT = 0.2
 MAX_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"“'(\[]?[A-Z0-9])")
+# a sentence ends at . ! ? before a capital or digit, but not after an initial ("Edgar F. Codd")
+_SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[\"“'(\[]?[A-Z0-9])")
+_HEADING = re.compile(r"^\s*#{1,6}\s")  # a Markdown heading line: a title, not an answer
 _STOP_WORDS = """a an and are as at be been being but by can could did do does for from
 had has have he her hers him his how i if in into is it its me my no not of on or our she so
 than that the their them then there these they this those to us was we were what when where
@@ -111,13 +113,29 @@ def question(query: str, entity_names: Iterable[str] = ()) -> Question:
                     kind)
 
 
+def paragraphs(text: str) -> list[str]:
+    """The paragraphs of ``text``: lines joined, split at blank lines and at Markdown heading
+    lines, which are left out (a title is not an answer)."""
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*str(text).splitlines(), ""]:
+        if line.strip() and not _HEADING.match(line):
+            block.append(line)
+            continue
+        if block:
+            out.append(" ".join(" ".join(block).split()))
+            block = []
+    return out
+
+
 def sentences(text: str) -> list[str]:
-    """``text`` cut into sentences (whitespace collapsed, each clipped to MAX_CHARS)."""
+    """``text`` cut into sentences, paragraph by paragraph (each clipped to MAX_CHARS)."""
     out = []
-    for s in _SENTENCE.split(" ".join(str(text).split())):
-        s = s.strip()
-        if s:
-            out.append(s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…")
+    for para in paragraphs(text):
+        for s in _SENTENCE.split(para):
+            s = s.strip()
+            if s:
+                out.append(s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…")
     return out
 
 

@@ -21,6 +21,15 @@ def _fact(fid: str, subject: str, obj: str, sentence: str, predicate: str = "rel
             **extra}
 
 
+def test_sentences_keep_initials_and_leave_out_headings() -> None:
+    text = ("# Early databases\n## Dora K. Venn and the ledger model\n"
+            "Dora K. Venn was a statistician who worked\nat a bank in Leeds. She proposed "
+            "the ledger model in 1969.\n\nIt was adopted by 1972.")
+    assert extractive.sentences(text) == [
+        "Dora K. Venn was a statistician who worked at a bank in Leeds.",
+        "She proposed the ledger model in 1969.", "It was adopted by 1972."]
+
+
 def test_question_names_predicate_and_kind() -> None:
     q = extractive.question("Which company acquired Harrowgate Foods in 2015?")
     assert q.names == {"harro", "food", "2015"} and q.other == {"compa", "acqui"}
