@@ -19,6 +19,7 @@ import pytest
 
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
+from storage.evidence import fill_chunk_embeddings
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 from tests.procs import free_port, stop_process
 from tests.query_fixtures import seed_graph
@@ -65,6 +66,8 @@ def _seed(url: str) -> None:
         store.write_graph([ada, evil], [RelationIn(ada.id, "relates_to", evil.id, fact,
                                                    "default", 0.8, emb.embed_query(fact),
                                                    chunk_ids=(chunk,))])
+        with store.transaction() as conn:  # passage vectors, as an ingest leaves them
+            fill_chunk_embeddings(conn, emb.embed_documents)
     finally:
         store.close()
 
