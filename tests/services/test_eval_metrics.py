@@ -20,9 +20,9 @@ def test_recall_all_supported_and_reciprocal_rank() -> None:
 
 
 def test_answer_in_folds_case_and_whitespace() -> None:
-    assert m.answer_in("founded by  G. STANLEY\nHall in 1892", ["g. stanley hall"])
-    assert m.answer_in("Stanley Hall", ["G. Stanley Hall", "Stanley Hall"])
-    assert not m.answer_in("Hall", ["Stanley Hall", "  "])
+    assert m.answer_in("founded by  O. MARTA\nBrennick in 1892", ["o. marta brennick"])
+    assert m.answer_in("Marta Brennick", ["O. Marta Brennick", "Marta Brennick"])
+    assert not m.answer_in("Brennick", ["Marta Brennick", "  "])
 
 
 def test_percentile_interpolates_like_numpy() -> None:

@@ -12,20 +12,8 @@ from mcp import Client
 from sqlalchemy import text
 
 from graph_flows.shared.resources import Resources
+from tests.ui.test_mcp_server import _call, _error
 from ui.mcp import DISTRIBUTION, build_server
-
-
-async def _call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, args)
-    assert not result.is_error, result.content
-    assert isinstance(result.structured_content, dict)
-    return result.structured_content
-
-
-async def _error(client: Client, name: str, args: dict[str, Any]) -> str:
-    result = await client.call_tool(name, args)
-    assert result.is_error, result.structured_content
-    return " ".join(getattr(c, "text", "") for c in result.content)
 
 
 def _run(scenario: Any) -> Any:
