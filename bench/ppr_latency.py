@@ -29,7 +29,7 @@ from graph_flows.query import nodes
 from graph_flows.query.context import QueryContext
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in, percentile
-from graph_flows.services.evaluation.multihop import graph_passages
+from graph_flows.services.evaluation.multihop import graph_passages, ranked_documents
 from graph_flows.shared.resources import build_resources, use_resources
 from graph_flows.shared.settings import load_settings
 from storage.fulltext import entity_documents
@@ -91,7 +91,8 @@ def main() -> None:
                         times[r][k].append(v)
                     ids = [e["id"] for e in state.get("entities") or [] if e.get("id")]
                     with res.store.connect() as conn:
-                        ranked = graph_passages(state, entity_documents(conn, ids))
+                        ranked = graph_passages(state, entity_documents(conn, ids),
+                                                ranked_documents(conn, state))
                     built = "\n".join(state.get(k, "") for k in (
                         "definitions", "facts_text", "passages_text"))
                     scores[r].add(ranked, q.gold, answer_in(built, q.answers),

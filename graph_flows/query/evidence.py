@@ -12,14 +12,17 @@ run on their own thread beside this module's steps:
    ``tsv``, with the scope's cached statistics, rebuilt here when out of date); they seed
    PageRank with a small weight (ppr.PASSAGE_WEIGHT);
 3. the bounded neighbourhood of the seeds comes from Postgres in one statement
-   (storage.evidence.neighbourhood) with each entity's degree in the whole graph, and
+   (storage.evidence.neighbourhood) with each entity's degree in the whole graph and the
+   seeds' synonym edges (entities whose name vectors are nearly the same, HippoRAG's
+   synonymy edges: resolution leaves "Obama" and "Barack Obama" apart), and
    personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
    left outside leak (so a cut never inflates the edges kept);
 4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their
    nodes (facts: of both ends).
 
 Weights and limits are the module constants; none was tuned on the evaluation questions
-(docs/BENCHMARKS.md says which were measured and on what).
+(docs/BENCHMARKS.md says which were measured and on what; the synonym threshold is the
+most precise one for MiniLM name vectors on Re-DocRED's entity aliases, not MuSiQue's).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ DENSE_CHUNKS = 30  # passages fetched by embedding (seeds)
 FULLTEXT_CHUNKS = 30  # passages fetched by BM25 (seeds)
 FULLTEXT_WEIGHT = 0.5 * ppr.PASSAGE_WEIGHT
 PER_ENTITY = 20  # passages (and relations of a seed) per entity in the neighbourhood
+SYNONYMS = 5  # synonym edges per seed entity (nearest name vectors) ...
+SYNONYM_MIN = 0.9  # ... at this cosine or more (the most precise on Re-DocRED's aliases)
 MAX_EDGES = 5000  # neighbourhood edges of each kind (a safety bound)
 PASSAGE_LIMIT = 10  # passages returned
 EF_SEARCH = 100
@@ -69,18 +74,26 @@ def retrieve_ppr(
     spawn = partial(_POOL.submit, m.run, engine)
     text_job = spawn("chunk_fulltext", _fulltext, chain, question, FULLTEXT_CHUNKS)
     vector = _embed(m, embed_query)
+    linked_job = None if vector is None else spawn(
+        "fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of)
     split_m = _Metrics(m.deadline)
     base_job = _CANDIDATES.submit(
         retrieve_split, engine, split_m, t0, scope, terms, predicates,
-        # the candidates keep their multi-hop walk, so max_hops means the same in every
-        # recipe (without it: MuSiQue R@5 the same, R@10 and Ans@ctx within noise, faster)
-        replace(cfg, recipe="split"),
-        embed_query if vector is None else lambda: vector, as_of)
-    ranked = ranked_passages(partial(m.run, engine), spawn, chain, vector, text_job, as_of)
+        # PageRank is this recipe's multi-hop step: the candidates skip the split recipe's
+        # walk (measured: MuSiQue R@5 the same, R@10 and Ans@ctx within noise, faster)
+        replace(cfg, recipe="split", max_hops=1),
+        embed_query if vector is None else lambda: vector, as_of, chain=chain,
+        # the vector fallback for facts is the question linking's statement, run once
+        fact_vector=None if linked_job is None else _facts_linked(linked_job, cfg.fact_limit))
+    ranked = ranked_passages(partial(m.run, engine), spawn, chain, vector, text_job, as_of,
+                             linked_job)
     base = base_job.result()
     _merge_metrics(base.metrics, m)
-    if ranked is None:  # no chunk vectors: a notice only when there are chunks to embed
+    if ranked is None:  # no chunk vectors: the split recipe whole (its walk included)
         chunks, _ = m.run(engine, "chunk_coverage", evidence.embedding_coverage, chain) or (0, 0)
+        base = retrieve_split(engine, _Metrics(m.deadline), t0, scope, terms, predicates,
+                              replace(cfg, recipe="split"), embed_query if vector is None
+                              else lambda: vector, as_of, chain=chain)
         base.metrics.update(recipe="split", requested_recipe="ppr",
                             notices=[NO_CHUNK_VECTORS] if chunks else [])
         return base
@@ -110,21 +123,17 @@ class Ranked:
 
 
 def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str], vector: list[float] | None,
-                    text_job: Future[list[evidence.ChunkHit]], as_of: Any) -> Ranked | None:
+                    text_job: Future[list[evidence.ChunkHit]], as_of: Any,
+                    linked_job: Future[list[search.FactHit]] | None) -> Ranked | None:
     """Steps 1-4 of the module docstring, ``text_job`` being the full-text search already
     under way (None: the scope has no chunk vectors)."""
     out, start = Ranked(), time.perf_counter()
-    jobs = {} if vector is None else {
-        "fact_question": spawn("fact_question", search.fact_vector, chain, vector,
-                               LINKED_FACTS, as_of),
-        "chunk_vector": spawn("chunk_vector", evidence.chunk_vector, chain, vector,
-                              DENSE_CHUNKS, EF_SEARCH)}
-    got = {k: f.result() for k, f in jobs.items()}
-    dense: list[evidence.ChunkHit] = got.get("chunk_vector", [])
+    dense: list[evidence.ChunkHit] = [] if vector is None else run(
+        "chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH)
     if vector is not None and not dense:
         text_job.cancel()
         return None
-    out.linked = got.get("fact_question", [])
+    out.linked = [] if linked_job is None else linked_job.result()
     text_hits: list[evidence.ChunkHit] = text_job.result()
     out.steps["search"] = _ms(start)
     top = out.linked[:FACT_SEEDS]
@@ -149,8 +158,9 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str], vector: list[f
     out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
                 "seed_passages": len(seed_chunks), "graph_nodes": len(graph.nodes),
                 "graph_edges": {"mentions": len(hood.mentions),
-                                "relations": len(hood.relations)},
-                "no_link": not top, "damping": ppr.DAMPING,
+                                "relations": len(hood.relations),
+                                "synonyms": len(hood.synonyms)},
+                "ranked": order, "no_link": not top, "damping": ppr.DAMPING,
                 "passage_weight": ppr.PASSAGE_WEIGHT}
     return out
 
@@ -165,10 +175,17 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
                           for h in top], hood.chunk_counts),
         ppr.passage_seeds({h.id: h.score for h in dense}),
         ppr.passage_seeds({h.id: h.score for h in text_hits}, FULLTEXT_WEIGHT))
-    graph = ppr.build_graph(hood.mentions + hood.relations, nodes=seeds)
+    graph = ppr.build_graph(hood.mentions + hood.relations + hood.synonyms, nodes=seeds)
     out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degrees)
     chunk_ids = {c for _, c in hood.mentions} | {h.id for h in dense + text_hits}
     return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass)][:PASSAGE_LIMIT]
+
+
+def _facts_linked(job: Future[list[search.FactHit]], limit: int,
+                  ) -> Callable[[], list[search.FactHit]]:
+    """The split candidates' fact fallback served by the question-linking statement
+    (the same nearest facts to the question's vector)."""
+    return lambda: job.result()[:limit]
 
 
 def _ms(start: float) -> float:
@@ -192,7 +209,8 @@ def _fulltext(conn: Any, chain: Sequence[str], question: str, limit: int,
 def _hood(conn: Any, chain: Sequence[str], entity_ids: list[str], chunk_ids: list[str],
           as_of: Any) -> list[evidence.Neighbourhood]:
     return [evidence.neighbourhood(conn, chain, entity_ids, chunk_ids, per_entity=PER_ENTITY,
-                                   max_edges=MAX_EDGES, as_of=as_of)]
+                                   max_edges=MAX_EDGES, as_of=as_of, synonyms=SYNONYMS,
+                                   synonym_min=SYNONYM_MIN)]
 
 
 def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:

@@ -36,12 +36,17 @@ FANOUT = 20  # facts followed out of each entity per hop
 def retrieve_split(
     engine: Any, m: _Metrics, t0: float, scope: str, terms: Sequence[str],
     predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
-    as_of: Any,
+    as_of: Any, *, chain: Sequence[str] | None = None,
+    fact_vector: Callable[[], list[search.FactHit]] | None = None,
 ) -> Retrieved:
-    """The split recipe (see the module docstring); ``t0`` is when the request started."""
+    """The split recipe (see the module docstring); ``t0`` is when the request started.
+    ``chain``: the scope's chain when the caller has it already; ``fact_vector``: the nearest
+    facts to the question's vector when the caller fetches them anyway (the fallback then
+    uses them instead of its own statement)."""
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
     # is that chain.
-    scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    scope = list(chain) if chain else (
+        m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope])
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
     jobs = {
@@ -63,7 +68,7 @@ def retrieve_split(
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     facts, fallback_f, f_trgm = _facts(engine, m, scope, terms, predicates, cfg, entities,
                                        got["fact_like"], (f_like, f_trgm), vector,
-                                       embed_query, as_of)
+                                       embed_query, as_of, fact_vector)
     result = _finish(engine, m, scope, entities, facts)
     result.metrics.update(
         scopes=list(scope), recipe="split", max_hops=cfg.max_hops,
@@ -79,6 +84,7 @@ def _facts(
     cfg: SearchConfig, entities: dict[str, dict], like_hits: list[search.FactHit],
     shares: tuple[int, int], vector: list[float] | None,
     embed_query: Callable[[], list[float]], as_of: Any,
+    shared_vector: Callable[[], list[search.FactHit]] | None = None,
 ) -> tuple[dict[str, dict], bool, int]:
     """Facts: LIKE hits, the walk's best (multi-hop), endpoint-trigram hits, then the vector
     fallback; with whether it ran and the trigram share left."""
@@ -97,13 +103,26 @@ def _facts(
         f_trgm -= len(facts) - before
     _add_fact_hits(facts, by_ends, f_trgm)
     fallback_f = scoring.needs_fallback(len(facts), cfg.fact_limit, cfg.fallback_ratio)
-    if fallback_f:
+    if fallback_f and shared_vector is not None:
+        _add_fact_hits(facts, _shared(m, "fact_vector", shared_vector),
+                       cfg.fact_limit - len(facts))
+    elif fallback_f:
         vector = vector if vector is not None else _embed(m, embed_query)
         if vector is not None:
             hits = m.run(engine, "fact_vector", search.fact_vector, scope, vector,
                          cfg.fact_limit, as_of)
             _add_fact_hits(facts, hits, cfg.fact_limit - len(facts))
     return facts, fallback_f, f_trgm
+
+
+def _shared(m: _Metrics, name: str, hits: Callable[[], list[search.FactHit]],
+            ) -> list[search.FactHit]:
+    """Hits another step fetched, recorded under ``name`` like a statement of this recipe."""
+    start = time.perf_counter()
+    out = hits()
+    m.ms[name] = round((time.perf_counter() - start) * 1000, 2)
+    m.results[name] = len(out)
+    return out
 
 
 def _seeds(entities: dict[str, dict]) -> list[str]:

@@ -179,3 +179,20 @@ def test_kag_query_returns_passages_with_recipe_ppr(corpus_resources) -> None:
     assert out["passages"][0]["label"] == "P1" and "## Passages\n[P1] (" in out["context"]
     assert {P1, P2} <= {p["uri"] for p in out["passages"]}
     assert "passages" not in ask.kag_query("default", QUESTION, recipe="split")
+
+
+def test_whole_ranking_is_kept_beside_the_budgeted_passages(corpus_resources) -> None:
+    """The answer context keeps the passages its budget fits; the eval scores the whole
+    PageRank ranking, as it scores a dense ranking's whole top 10."""
+    from graph_flows.services.evaluation.multihop import graph_passages, ranked_documents
+
+    res, _ = corpus_resources
+    _fill(res.store)
+    out = query_flow.invoke({"query": QUESTION},
+                            context={"recipe": "ppr", "passage_tokens": 20})
+    ranked = out["search_metrics"]["ppr"]["ranked"]
+    assert [p["id"] for p in out["passages"]] == ranked[:1] and len(ranked) > 1
+    with res.store.connect() as conn:
+        docs = ranked_documents(conn, out)
+    assert len(docs) == len(ranked) and set(docs[:2]) == {P1, P2}
+    assert graph_passages(out, {}, docs)[:len(set(docs))] == list(dict.fromkeys(docs))

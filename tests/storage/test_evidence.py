@@ -167,3 +167,30 @@ def _stale_within(conn, seconds: float) -> bool:
         conn.rollback()
         time.sleep(0.25)
     return False
+
+
+def test_neighbourhood_synonym_edges_join_nearly_identical_names(
+        store: KnowledgeStore, corpus: dict[str, str]) -> None:
+    """A seed's synonym edges go to entities whose name vectors are nearly its own (cosine
+    at least ``synonym_min``), in scope; those entities bring their passages."""
+    from storage import EntityIn
+
+    kael = ids.entity_id("Orsina Kael", "person", "default")
+    with store.connect() as conn:
+        vec = conn.execute(text("SELECT embedding::text FROM entities WHERE id = :i"),
+                           {"i": kael}).scalar()
+    same = [float(x) for x in vec.strip("[]").split(",")]
+    near = [x + (0.02 if i % 2 else -0.02) for i, x in enumerate(same)]  # cosine about .93
+    store.write_graph([EntityIn("O. Kael", "person", "default", "", 0.9, near,
+                                (corpus[P2],)),
+                       EntityIn("Kael Orsina", "person", "other", "", 0.9, same, ())], [])
+    alias = ids.entity_id("O. Kael", "person", "default")
+    with store.connect() as conn:
+        plain = evidence.neighbourhood(conn, ["default"], [kael], [])
+        joined = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3)
+        strict = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3,
+                                        synonym_min=0.99)
+    assert plain.synonyms == [] and strict.synonyms == []
+    assert joined.synonyms == [(kael, alias)]  # the other scope's copy is not reached
+    assert (alias, corpus[P2]) in joined.mentions
+    assert joined.degrees[kael] == plain.degrees[kael] + 1

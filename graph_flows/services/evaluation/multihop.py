@@ -3,9 +3,11 @@ through the query graph (no LLM), rank source passages from what the graph retri
 score them, with dense (MiniLM cosine) and BM25 (Postgres full-text lexemes) baselines over the same
 chunks in the same run.
 
-Ranking of the graph's passages: the passages the graph ranked itself (``passages``, recipe
-``ppr``) first, then the documents of the retrieved facts in fact rank order, then those of
-the retrieved entities (their provenance) in entity rank order, deduplicated.
+Ranking of the graph's passages: the passages the graph ranked itself (recipe ``ppr``: its
+whole ranking, ``search_metrics["ppr"]["ranked"]``, as a dense ranking is scored on its
+whole top 10; the ``passages`` of the answer context are those of them that fit its token
+budget), then the documents of the retrieved facts in fact rank order, then those of the
+retrieved entities (their provenance) in entity rank order, deduplicated.
 Ans@ctx is the answer (or an alias) in the context the graph built (``definitions``,
 ``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
 Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
@@ -41,7 +43,7 @@ from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
-from storage.evidence import fill_chunk_embeddings
+from storage.evidence import chunk_rows, fill_chunk_embeddings
 from storage.fulltext import ChunkText, bm25_chunks, entity_documents, scope_chunks
 
 log = logging.getLogger(__name__)
@@ -177,10 +179,19 @@ def _reason(failure: dict[str, Any]) -> str:
     return re.sub(r"passage \S+", "passage <id>", str(failure.get("reason", "")))[:200]
 
 
-def graph_passages(result: dict[str, Any], entity_docs: dict[str, list[str]]) -> list[str]:
-    """Passage ids from a query-graph result: its ranked passages, then fact sources in
-    fact order, then entity provenance in entity order, deduplicated."""
-    ranked: list[str] = [p["uri"] for p in result.get("passages") or []]
+def ranked_documents(conn: Any, result: dict[str, Any]) -> list[str]:
+    """The documents of the passages a query-graph result ranked (recipe ``ppr``), in rank
+    order, before the answer context's token budget kept the first of them."""
+    ranked = (result.get("search_metrics") or {}).get("ppr", {}).get("ranked") or []
+    return [row["uri"] for row in chunk_rows(conn, ranked)]
+
+
+def graph_passages(result: dict[str, Any], entity_docs: dict[str, list[str]],
+                   ranked_docs: Sequence[str] = ()) -> list[str]:
+    """Passage ids from a query-graph result: ``ranked_docs`` (its whole passage ranking,
+    :func:`ranked_documents`) and its context passages, then fact sources in fact order,
+    then entity provenance in entity order, deduplicated."""
+    ranked: list[str] = list(ranked_docs) + [p["uri"] for p in result.get("passages") or []]
     for fact in result.get("facts") or []:
         ranked += [s["uri"] for s in fact.get("sources") or []]
     for entity in result.get("entities") or []:
@@ -209,7 +220,8 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> RetrievalScore:
         ms = (time.perf_counter() - started) * 1000
         ids = [e["id"] for e in result.get("entities") or [] if e.get("id")]
         with run.res.store.connect() as conn:
-            ranked = graph_passages(result, entity_documents(conn, ids))
+            ranked = graph_passages(result, entity_documents(conn, ids),
+                                    ranked_documents(conn, result))
         built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
                                                         "passages_text"))
         score.add(ranked, q.gold, answer_in(built, q.answers), ms,
