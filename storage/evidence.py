@@ -166,13 +166,14 @@ hood AS (
     SELECT n.id, c.n, c.chunks FROM node n,
     LATERAL (SELECT count(*) AS n, (array_agg(p.chunk_id ORDER BY p.chunk_id))[1:(:per)] AS chunks
              FROM entity_provenance p WHERE p.entity_id = n.id) c)
-SELECT 'm' AS kind, entity_id AS a, chunk_id AS b, 0 AS n
-FROM (SELECT entity_id, chunk_id FROM in_chunk
-      UNION SELECT id, unnest(chunks) FROM hood) m
-UNION ALL SELECT 'r', subject_id, object_id, 0 FROM rel
-UNION ALL SELECT 's', a, b, 0 FROM syn
-UNION ALL SELECT 'c', id, NULL, n FROM hood
+SELECT 'k' AS kind, chunk_id AS a, array_agg(entity_id) AS b, 0::bigint AS n
+FROM in_chunk GROUP BY chunk_id
+UNION ALL SELECT 'e', id, chunks, n FROM hood
+UNION ALL SELECT 'r', subject_id, ARRAY[object_id], 0 FROM rel
+UNION ALL SELECT 's', a, ARRAY[b], 0 FROM syn
 """
+# One row per seed chunk (its entities), per entity (its chunk count and kept chunks), per
+# relation and per synonym pair: a few hundred rows where one per edge were thousands.
 
 
 def neighbourhood(
@@ -200,10 +201,31 @@ def neighbourhood(
     rows = conn.execute(text(_NEIGHBOURHOOD), {
         "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
         "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).all()
-    mentions = [(r.a, r.b) for r in rows if r.kind == "m"][:max_edges]
-    relations = [(r.a, r.b) for r in rows if r.kind == "r"][:max_edges]
-    synonym_pairs = [(r.a, r.b) for r in rows if r.kind == "s"][:max_edges]
-    counts = {r.a: int(r.n) for r in rows if r.kind == "c" and r.n}
+    pairs: dict[str, list[tuple[str, str]]] = {"k": [], "e": [], "r": [], "s": []}
+    counts: dict[str, int] = {}
+    for kind, a, b, n in rows:
+        if kind == "k":
+            pairs["k"].extend((e, a) for e in b)
+        elif kind == "e":
+            pairs["e"].extend((a, c) for c in b or ())
+            if n:
+                counts[a] = int(n)
+        else:
+            pairs[kind].append((a, b[0]))
+    part = Neighbourhood(pairs["k"] + pairs["e"], pairs["r"], pairs["s"], counts)
+    return merge_neighbourhoods([part], max_edges)
+
+
+def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
+                         ) -> Neighbourhood:
+    """One neighbourhood from parts fetched apart (e.g. the seeds' side and the seed
+    chunks' side, concurrently): mentions and synonym pairs deduplicated, at most
+    ``max_edges`` edges of each kind, degrees counted again (an entity's chunks plus its
+    relation and synonym edges)."""
+    mentions = list(dict.fromkeys(m for p in parts for m in p.mentions))[:max_edges]
+    relations = [r for p in parts for r in p.relations][:max_edges]  # parallel ones count
+    synonym_pairs = list(dict.fromkeys(x for p in parts for x in p.synonyms))[:max_edges]
+    counts = {e: n for p in parts for e, n in p.chunk_counts.items()}
     degrees = dict(counts)
     for pair in relations + synonym_pairs:
         for e in set(pair):

@@ -134,19 +134,21 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str], vector: list[f
         text_job.cancel()
         return None
     out.linked = [] if linked_job is None else linked_job.result()
-    text_hits: list[evidence.ChunkHit] = text_job.result()
-    out.steps["search"] = _ms(start)
     top = out.linked[:FACT_SEEDS]
     out.seed_entities = list(dict.fromkeys(
         e for h in top for e in (h.fact.subject_id, h.fact.object_id)))
+    # the seeds' side of the neighbourhood while the full-text search may still run
+    hood_start = time.perf_counter()
+    seed_side = spawn("neighbourhood", _hood, chain, out.seed_entities, [], as_of)
     ends = {i for h in out.linked for i in (h.fact.subject_id, h.fact.object_id)}
     ents_job = spawn("fact_ends", search.entities_by_ids, chain, sorted(ends))
     srcs_job = spawn("linked_sources", _sources, [h.fact.id for h in out.linked])
+    text_hits: list[evidence.ChunkHit] = text_job.result()
+    out.steps["search"] = _ms(start)
     seed_chunks = list(dict.fromkeys([h.id for h in dense] + [h.id for h in text_hits]))
-    start = time.perf_counter()
-    hood = (run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of)
-            or [evidence.Neighbourhood([], [])])[0]
-    out.steps["neighbourhood"] = _ms(start)
+    chunk_side = run("passage_neighbourhood", _hood, chain, [], seed_chunks, as_of)
+    hood = evidence.merge_neighbourhoods(seed_side.result() + chunk_side, MAX_EDGES)
+    out.steps["neighbourhood"] = _ms(hood_start)
     start = time.perf_counter()
     graph, order = _pagerank(out, hood, top, dense, text_hits)
     out.steps["pagerank"] = _ms(start)

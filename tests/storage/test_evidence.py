@@ -194,3 +194,19 @@ def test_neighbourhood_synonym_edges_join_nearly_identical_names(
     assert joined.synonyms == [(kael, alias)]  # the other scope's copy is not reached
     assert (alias, corpus[P2]) in joined.mentions
     assert joined.degrees[kael] == plain.degrees[kael] + 1
+
+
+def test_neighbourhood_halves_merge_into_the_whole(store: KnowledgeStore,
+                                                   corpus: dict[str, str]) -> None:
+    """The seeds' side and the seed chunks' side, fetched apart and merged, are the
+    neighbourhood of one statement (the ppr recipe fetches them concurrently)."""
+    kael = ids.entity_id("Orsina Kael", "person", "default")
+    with store.connect() as conn:
+        whole = evidence.neighbourhood(conn, ["default"], [kael], [corpus[P2]])
+        seeds = evidence.neighbourhood(conn, ["default"], [kael], [])
+        chunks = evidence.neighbourhood(conn, ["default"], [], [corpus[P2]])
+    merged = evidence.merge_neighbourhoods([seeds, chunks])
+    assert set(merged.mentions) == set(whole.mentions) and len(set(whole.mentions)) > 2
+    assert sorted(merged.relations) == sorted(whole.relations)
+    assert merged.chunk_counts == whole.chunk_counts and merged.degrees == whole.degrees
+    assert len(evidence.merge_neighbourhoods([seeds, chunks], max_edges=1).mentions) == 1
