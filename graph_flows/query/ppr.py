@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -42,20 +43,19 @@ class Graph:
 
 def build_graph(edges: Iterable[tuple[str, str]], nodes: Iterable[str] = ()) -> Graph:
     """An undirected graph from ``(a, b)`` pairs (repeats add weight, self-loops dropped);
-    ``nodes`` adds nodes that may have no edge (e.g. seeds outside the neighbourhood)."""
-    index: dict[str, int] = {}
-    for n in nodes:
-        index.setdefault(n, len(index))
-    weights: dict[tuple[int, int], float] = {}
-    for a, b in edges:
-        i, j = index.setdefault(a, len(index)), index.setdefault(b, len(index))
-        if i != j:
-            key = (min(i, j), max(i, j))
-            weights[key] = weights.get(key, 0.0) + 1.0
-    pairs = np.array(list(weights), dtype=np.int64).reshape(-1, 2)
-    w = np.fromiter(weights.values(), dtype=np.float64, count=len(weights))
-    return Graph(list(index), np.concatenate([pairs[:, 0], pairs[:, 1]]),
-                 np.concatenate([pairs[:, 1], pairs[:, 0]]), np.concatenate([w, w]))
+    ``nodes`` adds nodes that may have no edge (e.g. seeds outside the neighbourhood).
+    Nodes are numbered in order of first appearance; the pairs are counted with numpy."""
+    flat = [x for edge in edges for x in edge]
+    index = {n: i for i, n in enumerate(dict.fromkeys(chain(nodes, flat)))}
+    ends = np.fromiter(map(index.__getitem__, flat), dtype=np.int64,
+                       count=len(flat)).reshape(-1, 2)
+    ends = ends[ends[:, 0] != ends[:, 1]]
+    n = max(len(index), 1)
+    keys, counts = np.unique(np.minimum(ends[:, 0], ends[:, 1]) * n
+                             + np.maximum(ends[:, 0], ends[:, 1]), return_counts=True)
+    lo, hi, w = keys // n, keys % n, counts.astype(np.float64)
+    return Graph(list(index), np.concatenate([lo, hi]), np.concatenate([hi, lo]),
+                 np.concatenate([w, w]))
 
 
 def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,

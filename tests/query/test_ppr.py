@@ -92,3 +92,11 @@ def test_whole_graph_degrees_let_the_mass_of_cut_edges_leak() -> None:
     # a degree under the edges kept changes nothing
     same = ppr.personalized_pagerank(graph, {"A": 1.0}, degrees={"E": 1})
     assert same == pytest.approx(cut)
+
+
+def test_build_graph_counts_pairs_either_way_and_drops_self_loops() -> None:
+    graph = ppr.build_graph([("A", "P1"), ("P1", "A"), ("B", "B"), ("B", "P1")], nodes=["S"])
+    assert graph.nodes == ["S", "A", "P1", "B"]  # in order of first appearance
+    edges = {(graph.nodes[s], graph.nodes[d]): w
+             for s, d, w in zip(graph.src, graph.dst, graph.weight, strict=True)}
+    assert edges == {("A", "P1"): 2.0, ("P1", "A"): 2.0, ("B", "P1"): 1.0, ("P1", "B"): 1.0}
