@@ -117,6 +117,9 @@ class MiniLMEmbeddings(Embeddings):
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # no busy-waiting between runs: spinning threads burned about a core for a while
+        # after every query embedding, CPU that Postgres needed for the same query
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         return ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
