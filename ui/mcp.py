@@ -5,7 +5,8 @@ Tools, all confined to the server's one scope (``--scope``, default ``KRAG_SCOPE
 
 - ``kag_query``: the query graph without the answer step (analysis, retrieval, context):
   entities, relations with dates and sources, a formatted context and counts; ``max_hops`` > 1
-  adds facts up to that many hops from the entities named (the query graph's walk);
+  adds facts up to that many hops from the entities named (the query graph's walk; recipes
+  ``split`` and ``rrf``, ``ppr`` follows the graph by PageRank);
 - ``recall``: facts matching a text (LIKE + vector), currently valid ones or as of a date;
 - ``remember``: store a caller's fact through the extraction validation
   (:func:`~graph_flows.indexing.extraction.validation.validate_extraction`) with MCP provenance;
@@ -162,7 +163,8 @@ def build_server(scope: str | None = None) -> MCPServer:
             description="Include relationships between entities")] = True,
         max_hops: Annotated[int, Field(
             ge=1, le=MAX_HOPS,
-            description="Maximum relationship hops for graph traversal (1..3)")] = 1,
+            description="Maximum relationship hops for graph traversal (1..3; recipes split "
+                        "and rrf, ppr follows the graph by PageRank)")] = 1,
         limit: Annotated[int, Field(
             ge=1, le=MAX_LIMIT,
             description="Maximum number of entities (and of relations) to return (1..100)")]

@@ -32,9 +32,11 @@ class QueryContext:
     passage_tokens: int = field(default=1500, metadata={
         "description": "Token budget of the <passages> section (recipe 'ppr')."})
     max_hops: int = field(default=2, metadata={
-        "description": "Graph expansion: facts up to this many hops (1-3) from the entities "
-                       "the question names join the ranking (a bounded recursive CTE); 1 = "
-                       "only facts touching retrieved entities."})
+        "description": "Graph expansion of recipes 'split' and 'rrf': facts up to this many "
+                       "hops (1-3) from the entities the question names join the ranking (a "
+                       "bounded recursive CTE); 1 = only facts touching retrieved entities. "
+                       "Recipe 'ppr' reaches further hops by PageRank over its "
+                       "neighbourhood instead."})
     max_diagram_nodes: int = field(default=20, metadata={
         "description": "Largest Mermaid diagram (most relevant first)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})

@@ -74,26 +74,29 @@ def retrieve_ppr(
     spawn = partial(_POOL.submit, m.run, engine)
     text_job = spawn("chunk_fulltext", _fulltext, chain, question, FULLTEXT_CHUNKS)
     vector = _embed(m, embed_query)
-    linked_job = None if vector is None else spawn(
-        "fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of)
+    dense_job = linked_job = None
+    if vector is not None:
+        dense_job = spawn("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS,
+                          EF_SEARCH)
+        linked_job = spawn("fact_question", search.fact_vector, chain, vector, LINKED_FACTS,
+                           as_of)
     split_m = _Metrics(m.deadline)
     base_job = _CANDIDATES.submit(
         retrieve_split, engine, split_m, t0, scope, terms, predicates,
-        # PageRank is this recipe's multi-hop step: the candidates skip the split recipe's
-        # walk (measured: MuSiQue R@5 the same, R@10 and Ans@ctx within noise, faster)
-        replace(cfg, recipe="split", max_hops=1),
-        embed_query if vector is None else lambda: vector, as_of, chain=chain,
+        replace(cfg, recipe="split"), embed_query if vector is None else lambda: vector,
+        as_of, chain=chain,
+        # PageRank is this recipe's multi-hop step: the candidates walk only when the
+        # recipe falls back to split (no chunk vectors); measured without the walk: MuSiQue
+        # R@5 the same, R@10 and Ans@ctx within noise, faster
+        walk=lambda: dense_job is not None and not dense_job.result(),
         # the vector fallback for facts is the question linking's statement, run once
         fact_vector=None if linked_job is None else _facts_linked(linked_job, cfg.fact_limit))
-    ranked = ranked_passages(partial(m.run, engine), spawn, chain, vector, text_job, as_of,
+    ranked = ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job, as_of,
                              linked_job)
     base = base_job.result()
     _merge_metrics(base.metrics, m)
-    if ranked is None:  # no chunk vectors: the split recipe whole (its walk included)
+    if ranked is None:  # no chunk vectors: a notice only when there are chunks to embed
         chunks, _ = m.run(engine, "chunk_coverage", evidence.embedding_coverage, chain) or (0, 0)
-        base = retrieve_split(engine, _Metrics(m.deadline), t0, scope, terms, predicates,
-                              replace(cfg, recipe="split"), embed_query if vector is None
-                              else lambda: vector, as_of, chain=chain)
         base.metrics.update(recipe="split", requested_recipe="ppr",
                             notices=[NO_CHUNK_VECTORS] if chunks else [])
         return base
@@ -122,15 +125,16 @@ class Ranked:
     steps: dict[str, float] = field(default_factory=dict)
 
 
-def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str], vector: list[float] | None,
+def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
+                    dense_job: Future[list[evidence.ChunkHit]] | None,
                     text_job: Future[list[evidence.ChunkHit]], as_of: Any,
                     linked_job: Future[list[search.FactHit]] | None) -> Ranked | None:
-    """Steps 1-4 of the module docstring, ``text_job`` being the full-text search already
-    under way (None: the scope has no chunk vectors)."""
+    """Steps 1-4 of the module docstring, the passage and fact searches being under way
+    (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
+    has no chunk vectors."""
     out, start = Ranked(), time.perf_counter()
-    dense: list[evidence.ChunkHit] = [] if vector is None else run(
-        "chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH)
-    if vector is not None and not dense:
+    dense: list[evidence.ChunkHit] = [] if dense_job is None else dense_job.result()
+    if dense_job is not None and not dense:
         text_job.cancel()
         return None
     out.linked = [] if linked_job is None else linked_job.result()

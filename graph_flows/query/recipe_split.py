@@ -38,11 +38,13 @@ def retrieve_split(
     predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
     as_of: Any, *, chain: Sequence[str] | None = None,
     fact_vector: Callable[[], list[search.FactHit]] | None = None,
+    walk: Callable[[], bool] | None = None,
 ) -> Retrieved:
     """The split recipe (see the module docstring); ``t0`` is when the request started.
     ``chain``: the scope's chain when the caller has it already; ``fact_vector``: the nearest
     facts to the question's vector when the caller fetches them anyway (the fallback then
-    uses them instead of its own statement)."""
+    uses them instead of its own statement); ``walk``: asked, once the first methods are
+    done, whether to run the multi-hop walk at all (default: when ``max_hops`` > 1)."""
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
     # is that chain.
     scope = list(chain) if chain else (
@@ -68,7 +70,7 @@ def retrieve_split(
             _add_entity_hits(entities, hits, cfg.entity_limit - len(entities))
     facts, fallback_f, f_trgm = _facts(engine, m, scope, terms, predicates, cfg, entities,
                                        got["fact_like"], (f_like, f_trgm), vector,
-                                       embed_query, as_of, fact_vector)
+                                       embed_query, as_of, fact_vector, walk)
     result = _finish(engine, m, scope, entities, facts)
     result.metrics.update(
         scopes=list(scope), recipe="split", max_hops=cfg.max_hops,
@@ -85,12 +87,14 @@ def _facts(
     shares: tuple[int, int], vector: list[float] | None,
     embed_query: Callable[[], list[float]], as_of: Any,
     shared_vector: Callable[[], list[search.FactHit]] | None = None,
+    walk_wanted: Callable[[], bool] | None = None,
 ) -> tuple[dict[str, dict], bool, int]:
     """Facts: LIKE hits, the walk's best (multi-hop), endpoint-trigram hits, then the vector
     fallback; with whether it ran and the trigram share left."""
     f_like, f_trgm = shares
     ids, seeds = list(entities), _seeds(entities)
-    walk = None if cfg.max_hops < 2 or not seeds else _POOL.submit(
+    wanted = cfg.max_hops >= 2 and bool(seeds) and (walk_wanted is None or walk_wanted())
+    walk = None if not wanted else _POOL.submit(
         m.run, engine, "fact_graph", _graph_hits, scope, seeds, cfg.max_hops,
         cfg.fact_limit, as_of, predicates)
     by_ends = m.run(engine, "fact_trigram", search.fact_by_endpoints, scope, ids, terms,

@@ -61,8 +61,8 @@ def client_threads() -> set[threading.Thread]:
 
 def assert_no_client_thread_left(before: set[threading.Thread]) -> None:
     """Nothing of the request runs on: no thread was left behind by a timed-out call."""
-    left = [t for t in client_threads() - before  # the search pool's idle workers stay
-            if t.is_alive() and not t.name.startswith("krag-search")]
+    left = [t for t in client_threads() - before  # the search pools' idle workers stay
+            if t.is_alive() and not t.name.startswith(("krag-search", "krag-candidates"))]
     assert not left, [t.name for t in left]
 
 
