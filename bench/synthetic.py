@@ -12,10 +12,15 @@ The graph imitates what LLM extraction produces from a technical corpus:
 - facts as sentences (``X uses Y for stream processing.``) with a hub-heavy degree
   distribution and a preference for endpoints in the same topic cluster;
 - 384-d unit embeddings: one random centre per topic cluster plus noise, so vector
-  neighbours are meaningful (same cluster); a fact's vector is near its endpoints' mean.
+  neighbours are meaningful (same cluster); a fact's vector is near its endpoints' mean;
+- chunks the facts were "extracted" from (:func:`chunk_layout`): about one per 3 entities, in
+  documents of 50, each the sentences of a run of facts about one topic cluster, with the
+  provenance of every fact and entity pointing at the chunks that state them; a chunk's
+  vector is near the mean of its facts' vectors.
 
 Everything derives from ``seed``: the same arguments give the same graph and the same queries.
-Embeddings are generated per load batch (never all held as Python lists).
+Embeddings are generated per load batch (never all held as Python lists). Queries carry the
+text as typed and the same request as a natural question (``BenchQuery.question``).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, bulk_vectors, fulltext, ids
 from storage.documents import chunk_ids_for
 
 DIM = 384
@@ -167,12 +172,17 @@ class SyntheticGraph:
 @dataclass(frozen=True, slots=True)
 class BenchQuery:
     """A query, its kind, a detail (entity type or no-match flavour) and the entity names a
-    good retrieval should return (exact, typo: the entity; multiword: both endpoints)."""
+    good retrieval should return (exact, typo: the entity; multiword: both endpoints).
+
+    ``text`` is the query as typed (often only a name or a few words); ``question`` the same
+    request asked as a natural question, which is what the benchmarks send through the query
+    graph (analysis, and the ``ppr`` recipe's passage and fact matching)."""
 
     kind: str
     text: str
     variant: str = ""
     targets: tuple[str, ...] = ()
+    question: str = ""
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -418,7 +428,7 @@ def relation_vectors(graph: SyntheticGraph, start: int, stop: int,
 
 
 # -- loading -----------------------------------------------------------------------------------
-# Indexes dropped before a bulk load and rebuilt after it (migrations 0001 and 0002).
+# Indexes dropped before a bulk load and rebuilt after it (migrations 0001, 0002 and 0006).
 LOAD_INDEXES = {
     "entities_embedding_hnsw":
         "CREATE INDEX entities_embedding_hnsw ON entities USING hnsw (embedding vector_cosine_ops)",
@@ -437,12 +447,18 @@ LOAD_INDEXES = {
                                "(name_words)",
     "entity_words_trgm": "CREATE INDEX entity_words_trgm ON entity_words USING gin "
                          "(word gin_trgm_ops)",
+    # migration 0006
+    "chunks_embedding_hnsw":
+        "CREATE INDEX chunks_embedding_hnsw ON chunks USING hnsw (embedding vector_cosine_ops)",
+    "chunks_tsv_gin": "CREATE INDEX chunks_tsv_gin ON chunks USING gin (tsv)",
 }
 
 
 def provenance_documents(graph: SyntheticGraph, scope: str, n_docs: int = 20,
                          per_doc: int = 50) -> list[tuple[DocumentIn, list[str]]]:
-    """The few documents (and their chunk texts) that serve as provenance, seeded."""
+    """The few documents (chunk texts: 5 random facts each) that served as provenance up to
+    generator 1; ``load_graph`` now writes :func:`chunk_layout` (bench.export_synthetic
+    still exports these)."""
     rng = random.Random(graph.seed + 7)
     out: list[tuple[DocumentIn, list[str]]] = []
     for d in range(n_docs):
@@ -456,16 +472,111 @@ def provenance_documents(graph: SyntheticGraph, scope: str, n_docs: int = 20,
     return out
 
 
-def _chunks(graph: SyntheticGraph, store: KnowledgeStore, scope: str,
-            n_docs: int = 20, per_doc: int = 50) -> list[str]:
-    """Store the provenance documents; returns their chunk ids."""
-    out: list[str] = []
-    for doc, texts in provenance_documents(graph, scope, n_docs, per_doc):
-        store.sync_document(doc, texts)
-        out.extend(cid for cid, _ in chunk_ids_for(doc.id, texts))
-    return out
+# -- the chunks the facts come from --------------------------------------------------------------
+ENTITIES_PER_CHUNK = 3
+CHUNKS_PER_DOC = 50
 
 
+@dataclass
+class ChunkLayout:
+    """The documents and chunks the graph was "extracted" from, consistent with it.
+
+    Facts are ordered by their subject's topic cluster (shuffled within it) and cut into
+    consecutive runs of ``relations / chunks`` facts on average (each boundary moved by up
+    to 0.4 of that, so 0.2x to 1.8x), one run per chunk;
+    a chunk's text is its facts' sentences, every relation's provenance is its chunk and every
+    entity's the chunks whose facts name it, so a hub (the generator's hub-heavy subjects) is
+    in many chunks. An entity in no fact gets its summary appended to a chunk of its cluster
+    (the names that summary mentions are not linked to it). Chunks are grouped into documents
+    of ``per_doc``, consecutive, so a document covers a few clusters."""
+
+    documents: list[tuple[DocumentIn, list[str]]]
+    chunk_ids: list[str]
+    relation_chunk: np.ndarray
+    """Chunk index of each relation."""
+    entity_chunks: list[list[int]]
+    """Chunk indexes of each entity, ascending."""
+    summary_chunk: dict[int, int]
+    """Entity index -> the chunk its summary was appended to (entities in no fact)."""
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _cuts(n_rel: int, n_chunks: int, rng: random.Random) -> list[int]:
+    """Start offsets of ``n_chunks`` non-empty runs over ``n_rel`` facts, plus ``n_rel``."""
+    step = n_rel / n_chunks
+    cuts = [0]
+    for k in range(1, n_chunks):
+        want = round(k * step + rng.uniform(-0.4, 0.4) * step)
+        cuts.append(min(max(cuts[-1] + 1, want), n_rel - (n_chunks - k)))
+    return [*cuts, n_rel]
+
+
+def chunk_layout(graph: SyntheticGraph, scope: str = SCOPE, per_doc: int = CHUNKS_PER_DOC,
+                 entities_per_chunk: int = ENTITIES_PER_CHUNK) -> ChunkLayout:
+    """About one chunk per ``entities_per_chunk`` entities (see :class:`ChunkLayout`)."""
+    rng = random.Random(graph.seed + 17)
+    ents, rels = graph.entities, graph.relations
+    n_chunks = max(1, min(len(ents) // entities_per_chunk, len(rels)))
+    keys = [rng.random() for _ in rels]
+    order = sorted(range(len(rels)), key=lambda i: (ents[rels[i].subject].cluster, keys[i]))
+    cuts = _cuts(len(rels), n_chunks, rng) if rels else [0] * n_chunks + [0]
+    relation_chunk = np.zeros(len(rels), dtype=np.int32)
+    entity_chunks: list[list[int]] = [[] for _ in ents]
+    cluster_chunks: dict[int, list[int]] = {}
+    facts: list[list[int]] = []
+    for c in range(n_chunks):
+        run = order[cuts[c]:cuts[c + 1]]
+        facts.append(run)
+        relation_chunk[run] = c
+        for e in dict.fromkeys(x for i in run for x in (rels[i].subject, rels[i].object)):
+            entity_chunks[e].append(c)
+        if run:
+            cluster_chunks.setdefault(ents[rels[run[0]].subject].cluster, []).append(c)
+    summary_chunk: dict[int, int] = {}
+    extra: dict[int, list[int]] = {}
+    for e, chunks in enumerate(entity_chunks):
+        if not chunks:
+            c = rng.choice(cluster_chunks.get(ents[e].cluster) or range(n_chunks))
+            summary_chunk[e] = c
+            extra.setdefault(c, []).append(e)
+            chunks.append(c)
+    texts = [" ".join([rels[i].fact for i in facts[c]]
+                      + [ents[e].summary for e in extra.get(c, [])]) for c in range(n_chunks)]
+    documents: list[tuple[DocumentIn, list[str]]] = []
+    chunk_ids: list[str] = []
+    for d, start in enumerate(range(0, n_chunks, per_doc)):
+        part = texts[start:start + per_doc]
+        first = facts[start][0] if facts[start] else None
+        topic = TOPICS[ents[rels[first].subject].cluster % len(TOPICS)] if first is not None \
+            else "summaries"
+        doc = DocumentIn(scope=scope, source="synthetic", uri=f"synthetic/topic-{d:05d}.md",
+                         content_hash=ids.content_hash("\n".join(part)),
+                         title=f"Synthetic document {d}: {' '.join(topic.split())}")
+        documents.append((doc, part))
+        chunk_ids.extend(cid for cid, _ in chunk_ids_for(doc.id, part))
+    per_entity = sorted(len(c) for c in entity_chunks)
+    sizes = sorted(len(f) for f in facts)
+    stats = {"chunks": n_chunks, "documents": len(documents),
+             "facts_per_chunk": {"mean": round(len(rels) / n_chunks, 2),
+                                 "min": sizes[0], "max": sizes[-1]},
+             "chunk_chars_mean": round(sum(map(len, texts)) / n_chunks),
+             "entity_chunks": {"p50": per_entity[len(per_entity) // 2],
+                               "p99": per_entity[int(len(per_entity) * 0.99)],
+                               "max": per_entity[-1]} if per_entity else {},
+             "entity_provenance": sum(per_entity), "summary_only_entities": len(summary_chunk)}
+    return ChunkLayout(documents, chunk_ids, relation_chunk, entity_chunks, summary_chunk, stats)
+
+
+def chunk_vectors(graph: SyntheticGraph, sums: np.ndarray, start: int, stop: int
+                  ) -> np.ndarray:
+    """Unit vectors of chunks ``start..stop`` from ``sums`` (the sum of the vectors of each
+    chunk's facts and appended summaries' entities): their mean direction plus noise."""
+    rng = np.random.default_rng([graph.seed, 3, start])
+    noise = rng.standard_normal((stop - start, DIM)) * (0.5 / math.sqrt(DIM))
+    return _unit(_unit(sums[start:stop]) + noise).astype(np.float32)
+
+
+# -- loading -----------------------------------------------------------------------------------
 def _batches(n: int, size: int) -> Iterator[tuple[int, int]]:
     for start in range(0, n, size):
         yield start, min(n, start + size)
@@ -474,12 +585,15 @@ def _batches(n: int, size: int) -> Iterator[tuple[int, int]]:
 def load_graph(
     store: KnowledgeStore, graph: SyntheticGraph, *, scope: str = SCOPE,
     batch_size: int = 10_000, rebuild_indexes: bool = True, log: Any = None,
-) -> dict[str, float]:
-    """Write the graph through ``KnowledgeStore.write_graph`` (COPY), entities first.
+) -> dict[str, Any]:
+    """Write the documents and chunks of :func:`chunk_layout` (``sync_document``), then the
+    graph through ``KnowledgeStore.write_graph`` (COPY), entities first, then every chunk's
+    embedding (:func:`chunk_vectors`, COPY + one UPDATE per batch).
 
     With ``rebuild_indexes`` the HNSW and GIN indexes are dropped before the load and built
-    after it with ``maintenance_work_mem = 1GB`` and 2 parallel workers, then ANALYZE.
-    Returns seconds per phase.
+    after it with ``maintenance_work_mem = 1GB`` and 2 parallel workers, then ANALYZE; last
+    the scope's full-text statistics are rebuilt, as an ingest does. Returns seconds per
+    phase and the layout's statistics (``chunks``).
     """
     say = log or (lambda *_: None)
     times: dict[str, float] = {}
@@ -488,48 +602,79 @@ def load_graph(
         with store.transaction() as conn:
             for name in LOAD_INDEXES:
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
-    chunks = _chunks(graph, store, scope)
-    times["documents_s"] = time.perf_counter() - t0
+    layout = chunk_layout(graph, scope)
+    times["layout_s"] = time.perf_counter() - t0
+    say(f"chunk layout: {layout.stats}")
+    t = time.perf_counter()
+    for n, (doc, texts) in enumerate(layout.documents):
+        store.sync_document(doc, texts)
+        if n % 200 == 199:
+            say(f"documents {n + 1:,}/{len(layout.documents):,} ({time.perf_counter() - t:.0f} s)")
+    times["documents_s"] = time.perf_counter() - t
     rng = random.Random(graph.seed + 11)
     centres = cluster_centres(graph)
     ent_vecs = np.zeros((len(graph.entities), DIM), dtype=np.float32)
+    chunk_sums = np.zeros((len(layout.chunk_ids), DIM), dtype=np.float32)
     ent_ids: list[str] = []
     t1 = time.perf_counter()
     for start, stop in _batches(len(graph.entities), batch_size):
         vecs = entity_vectors(graph, start, stop, centres)
         ent_vecs[start:stop] = vecs
         batch = []
-        for e, v in zip(graph.entities[start:stop], vecs.tolist(), strict=True):
-            prov = tuple(rng.sample(chunks, 2 if rng.random() < 0.3 else 1))
+        for i, (e, v) in enumerate(zip(graph.entities[start:stop], vecs.tolist(), strict=True),
+                                   start):
+            prov = tuple(layout.chunk_ids[c] for c in layout.entity_chunks[i])
             batch.append(EntityIn(e.name, e.type, scope, e.summary,
                                   round(0.6 + 0.4 * rng.random(), 3), v, prov))
         ent_ids.extend(x.id for x in batch)
         store.write_graph(batch, [])
         say(f"entities {stop:,}/{len(graph.entities):,} "
             f"({time.perf_counter() - t1:.0f} s)")
+    for e, c in layout.summary_chunk.items():
+        chunk_sums[c] += ent_vecs[e]
     times["entities_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     for start, stop in _batches(len(graph.relations), batch_size):
         vecs = relation_vectors(graph, start, stop, ent_vecs)
+        np.add.at(chunk_sums, layout.relation_chunk[start:stop], vecs)
         batch_r = [
             RelationIn(ent_ids[r.subject], r.predicate, ent_ids[r.object], r.fact, scope,
                        round(0.5 + 0.5 * rng.random(), 3), v, r.valid_at,
-                       chunk_ids=(rng.choice(chunks),))
-            for r, v in zip(graph.relations[start:stop], vecs.tolist(), strict=True)]
+                       chunk_ids=(layout.chunk_ids[layout.relation_chunk[i]],))
+            for i, (r, v) in enumerate(zip(graph.relations[start:stop], vecs.tolist(),
+                                           strict=True), start)]
         store.write_graph([], batch_r)
         say(f"relations {stop:,}/{len(graph.relations):,} "
             f"({time.perf_counter() - t2:.0f} s)")
     times["relations_s"] = time.perf_counter() - t2
+    del ent_vecs
+    t3 = time.perf_counter()
+    for start, stop in _batches(len(layout.chunk_ids), batch_size):
+        vecs = chunk_vectors(graph, chunk_sums, start, stop)
+        with store.transaction() as conn:
+            bulk_vectors.copy_vectors(conn, "chunks", zip(
+                layout.chunk_ids[start:stop], vecs.tolist(), strict=True))
+        say(f"chunk vectors {stop:,}/{len(layout.chunk_ids):,} "
+            f"({time.perf_counter() - t3:.0f} s)")
+    times["chunk_vectors_s"] = time.perf_counter() - t3
     if rebuild_indexes:
         times.update(rebuild(store, log=say))
-    t3 = time.perf_counter()
+    t4 = time.perf_counter()
     with store.connect(autocommit=True) as conn:
+        conn.exec_driver_sql("VACUUM (ANALYZE) chunks")  # the vector UPDATE left dead rows
         for table in ("entities", "relations", "entity_words", "entity_provenance",
-                      "relation_provenance", "chunks"):
+                      "relation_provenance", "documents"):
             conn.exec_driver_sql(f"ANALYZE {table}")
-    times["analyze_s"] = time.perf_counter() - t3
+    times["analyze_s"] = time.perf_counter() - t4
+    t5 = time.perf_counter()
+    with store.connect() as conn:  # what graph_flows.services.ingest.refresh_term_stats does
+        rebuilt = fulltext.ensure_term_stats(conn, [scope], max_age_s=0)
+    if rebuilt != [scope]:
+        raise RuntimeError(f"the full-text statistics of scope {scope!r} were not rebuilt")
+    times["term_stats_s"] = time.perf_counter() - t5
+    say(f"full-text statistics: {times['term_stats_s']:.1f} s")
     times["total_s"] = time.perf_counter() - t0
-    return {k: round(v, 2) for k, v in times.items()}
+    return {**{k: round(v, 2) for k, v in times.items()}, "chunks": layout.stats}
 
 
 def rebuild(store: KnowledgeStore, log: Any = None) -> dict[str, float]:
@@ -607,4 +752,28 @@ def generate_queries(graph: SyntheticGraph, n: int = 240, seed: int | None = Non
                          for _ in range(rng.randint(1, 2))]
                 variant = "common-letters"
             out.append(BenchQuery(kind, " ".join(words), variant))
-    return [BenchQuery(q.kind, " ".join(q.text.split()), q.variant, q.targets) for q in out]
+    ask = random.Random((graph.seed if seed is None else seed) + 2000)  # texts stay as they were
+    return [BenchQuery(q.kind, " ".join(q.text.split()), q.variant, q.targets,
+                       " ".join(_question(q, ask).split())) for q in out]
+
+
+_ASK_NAME = ["What is {n}?", "What is {n} used for?", "Who works with {n}?",
+             "What does {n} depend on?", "Tell me about {n}."]
+_ASK_WORD = ["Which projects are called {w}?", "What do we know about {w}?",
+             "Where is {w} mentioned?"]
+_ASK_TOPIC = ["Which tools are used for {t}?", "What supports {t}?",
+              "Who works on {t}?"]
+
+
+def _question(q: BenchQuery, rng: random.Random) -> str:
+    """``q`` asked as a natural question (a question already stays as it is)."""
+    if q.text.endswith("?"):
+        return q.text
+    if q.kind == "multiword":  # "Explain the link between A and B"
+        return f"{q.text}."
+    if q.kind in ("exact", "typo"):
+        name = q.text.removeprefix("Tell me about ")
+        return rng.choice(_ASK_NAME).format(n=name)
+    if q.kind in ("partial", "nomatch"):
+        return rng.choice(_ASK_WORD).format(w=q.text)
+    return rng.choice(_ASK_TOPIC).format(t=q.text)
