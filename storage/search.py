@@ -225,10 +225,15 @@ def fact_by_endpoints(
 
 
 def fact_vector(
-    conn: Connection, scope: Scope, vector: Sequence[float], limit: int, as_of: Any = None
+    conn: Connection, scope: Scope, vector: Sequence[float], limit: int, as_of: Any = None,
+    ef_search: int | None = None,
 ) -> list[FactHit]:
+    """Nearest valid facts by cosine (HNSW; ``ef_search`` widens the search for this
+    statement's transaction, at least ``limit``; default: the server's, 40)."""
     if limit <= 0:
         return []
+    if ef_search:
+        conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(max(ef_search, limit), 1000)}")
     rows = conn.execute(text(
         f"SELECT {_F}, 1 - (r.embedding <=> CAST(:v AS vector)) AS sim FROM relations r "
         f"WHERE r.scope = ANY(:s) AND r.embedding IS NOT NULL AND {_VALID} "

@@ -78,8 +78,10 @@ def retrieve_ppr(
     if vector is not None:
         dense_job = spawn("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS,
                           EF_SEARCH)
+        # the same candidate list as the passages': at the default 40, approximate search
+        # missed nearest facts (MuSiQue R@5 +.005 to +.017 at 100, measured on four graphs)
         linked_job = spawn("fact_question", search.fact_vector, chain, vector, LINKED_FACTS,
-                           as_of)
+                           as_of, EF_SEARCH)
     split_m = _Metrics(m.deadline)
     base_job = _CANDIDATES.submit(
         retrieve_split, engine, split_m, t0, scope, terms, predicates,
