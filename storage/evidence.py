@@ -50,7 +50,7 @@ class Neighbourhood:
     relations: list[tuple[str, str]]
     synonyms: list[tuple[str, str]] = field(default_factory=list)
     """(seed, entity) pairs whose name vectors are nearly the same (HippoRAG's synonym
-    edges): "Obama" and "Barack Obama" kept apart by resolution still join up."""
+    edges): "Kael" and "Orsina Kael" kept apart by resolution still join up."""
     chunk_counts: dict[str, int] = field(default_factory=dict)
     """Entity id -> chunks it appears in (whole graph; entities in none are left out)."""
     degrees: dict[str, int] = field(default_factory=dict)

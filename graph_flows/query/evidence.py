@@ -14,7 +14,7 @@ run on their own thread beside this module's steps:
 3. the bounded neighbourhood of the seeds comes from Postgres in one statement
    (storage.evidence.neighbourhood) with each entity's degree in the whole graph and the
    seeds' synonym edges (entities whose name vectors are nearly the same, HippoRAG's
-   synonymy edges: resolution leaves "Obama" and "Barack Obama" apart), and
+   synonymy edges: resolution leaves "Kael" and "Orsina Kael" apart), and
    personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
    left outside leak (so a cut never inflates the edges kept);
 4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their

@@ -96,7 +96,7 @@ def _date_parts(text: str, start: int) -> list[Mention]:
 
 
 def _has_digit(text: str) -> bool:
-    """True when a date names a number ("1998", "13 March 1963"), not "today" or "annual"."""
+    """True when a date names a number ("1998", "4 May 1911"), not "today" or "annual"."""
     return any(c.isdigit() for c in text)
 
 

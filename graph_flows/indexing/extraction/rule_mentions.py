@@ -192,9 +192,9 @@ def _mention(sentence: str, run: list[_Token], known: set[str], titled: bool) ->
 
 
 def cue_type(words: list[str], before: str = "") -> str | None:
-    """organization for a name with an organisation word ("Calgary City Council"), location
+    """organization for a name with an organisation word ("Velmor Town Council"), location
     after "born/based/moved in/to" (``before``: the sentence up to the name) or for a
-    multi-word name ending with a place word ("Sacramento Valley"), else None."""
+    multi-word name ending with a place word ("Orsina Valley"), else None."""
     if any(w in lex.ORG_WORDS for w in words):
         return "organization"
     if re.search(lex.LOCATION_CUE, before, re.IGNORECASE) or (
