@@ -20,6 +20,7 @@ from graph_flows.query.retrieval_base import (
     _embed,
     _entity_row,
     _finish,
+    _lexical_jobs,
     _Metrics,
     _note,
 )
@@ -61,13 +62,7 @@ def retrieve_rrf(
     """Every method at the full limit, fused by rank (no split, no fallback threshold)."""
     scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
     n_e, n_f = cfg.entity_limit, cfg.fact_limit
-    jobs = {
-        "entity_like": (search.entity_like, scope, terms, n_e),
-        "entity_trigram": (search.entity_fuzzy, scope, terms, n_e, cfg.trigram_threshold),
-        "entity_summary": (search.entity_summary, scope, terms, n_e),
-        "fact_like": (search.fact_like, scope, terms, n_f, as_of),
-    }
-    futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
+    futures = _lexical_jobs(engine, m, scope, terms, cfg, (n_e, n_e, n_f), as_of)
     vector = _embed(m, embed_query)  # overlaps the lexical statements running in the pool
     vec_jobs = {} if vector is None else {
         "entity_vector": _POOL.submit(m.run, engine, "entity_vector", search.entity_vector,

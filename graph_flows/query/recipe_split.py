@@ -24,6 +24,7 @@ from graph_flows.query.retrieval_base import (
     _add_fact_hits,
     _embed,
     _finish,
+    _lexical_jobs,
     _merge_entities,
     _Metrics,
 )
@@ -51,13 +52,7 @@ def retrieve_split(
         m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope])
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
-    jobs = {
-        "entity_like": (search.entity_like, scope, terms, e_like),
-        "entity_trigram": (search.entity_fuzzy, scope, terms, e_trgm, cfg.trigram_threshold),
-        "entity_summary": (search.entity_summary, scope, terms, e_trgm),
-        "fact_like": (search.fact_like, scope, terms, f_like, as_of),
-    }
-    futures = {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
+    futures = _lexical_jobs(engine, m, scope, terms, cfg, (e_like, e_trgm, f_like), as_of)
     got = {k: f.result() for k, f in futures.items()}
     entities = _merge_entities(got, e_like, e_trgm)
     vector: list[float] | None = None
@@ -122,11 +117,7 @@ def _facts(
 def _shared(m: _Metrics, name: str, hits: Callable[[], list[search.FactHit]],
             ) -> list[search.FactHit]:
     """Hits another step fetched, recorded under ``name`` like a statement of this recipe."""
-    start = time.perf_counter()
-    out = hits()
-    m.ms[name] = round((time.perf_counter() - start) * 1000, 2)
-    m.results[name] = len(out)
-    return out
+    return m.record(name, time.perf_counter(), hits())
 
 
 def _seeds(entities: dict[str, dict]) -> list[str]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -69,9 +69,29 @@ class _Metrics:
             log.warning("search method %s failed and was skipped", name, exc_info=True)
             self.errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
             out = []
+        return self.record(name, start, out)
+
+    def record(self, name: str, start: float, out: list) -> list:
+        """Note ``name``'s milliseconds since ``start`` and its result count; ``out``."""
         self.ms[name] = round((time.perf_counter() - start) * 1000, 2)
         self.results[name] = len(out)
         return out
+
+
+def _lexical_jobs(engine: Any, m: _Metrics, scope: Any, terms: Sequence[str],
+                  cfg: SearchConfig, limits: tuple[int, int, int], as_of: Any,
+                  ) -> dict[str, Future[list]]:
+    """The four lexical methods every recipe starts with, on the search pool: name LIKE,
+    fuzzy names and summaries (trigram) and fact LIKE, at ``limits`` = (name LIKE, trigram,
+    fact LIKE) rows."""
+    like_n, trigram_n, fact_n = limits
+    jobs = {
+        "entity_like": (search.entity_like, scope, terms, like_n),
+        "entity_trigram": (search.entity_fuzzy, scope, terms, trigram_n, cfg.trigram_threshold),
+        "entity_summary": (search.entity_summary, scope, terms, trigram_n),
+        "fact_like": (search.fact_like, scope, terms, fact_n, as_of),
+    }
+    return {k: _POOL.submit(m.run, engine, k, fn, *args) for k, (fn, *args) in jobs.items()}
 
 
 def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
@@ -178,12 +198,7 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
     for row in entities.values():
         row["score"] = scoring.entity_score(row["name_match"], row["summary_match"])
         ent_rows.append(row)
-    if fused is None:
-        ent_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
-                                     r["name"]))
-    else:
-        for row in ent_rows:
-            row["fused"] = round(fused.get(row["id"], 0.0), 6)
+    _order(ent_rows, fused, "name")
     names = {r["id"]: r["name"] for r in ent_rows} | {e.id: e.name for e in known.values()}
     retrieved = {r["id"] for r in ent_rows}
     fact_rows = []
@@ -192,12 +207,7 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
                                         f["object_id"] in retrieved)
         f["subject"], f["object"] = names[f["subject_id"]], names[f["object_id"]]
         fact_rows.append(f)
-    if fused is None:
-        fact_rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"],
-                                      r["fact"]))
-    else:
-        for row in fact_rows:
-            row["fused"] = round(fused.get(row["id"], 0.0), 6)
+    _order(fact_rows, fused, "fact")
     for row in ent_rows + fact_rows:
         row["methods"] = sorted(row["methods"])
         row["agreement"] = scoring.agreement(row["methods"])
@@ -208,3 +218,13 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
                                            "errors": m.errors, "skipped": m.skipped})
 
 
+
+
+def _order(rows: list[dict[str, Any]], fused: dict[str, float] | None, tie: str) -> None:
+    """Without ``fused``: sort ``rows`` by score, similarity, confidence, then ``tie``; with
+    it: keep their (fused) order and note each row's fused score."""
+    if fused is None:
+        rows.sort(key=lambda r: (-r["score"], -r["similarity"], -r["confidence"], r[tie]))
+        return
+    for row in rows:
+        row["fused"] = round(fused.get(row["id"], 0.0), 6)
