@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -91,7 +92,8 @@ w AS (SELECT t.lexeme, t.df, ln(1 + (st.n - t.df + 0.5) / (t.df + 0.5)) AS idf,
       FROM (SELECT q.lexeme, coalesce(sum(c.df), 0)::float AS df FROM q
             LEFT JOIN chunk_term_stats c ON c.lexeme = q.lexeme AND c.scope = ANY(:s)
             GROUP BY q.lexeme) t, st),
-probe AS (SELECT string_agg(quote_literal(lexeme), ' | ') AS query FROM w WHERE rarer < :probe),
+probe AS (SELECT string_agg(quote_literal(lexeme), ' | ') AS query FROM w
+          WHERE rarer < :probe AND rarer + df <= :pool),
 docs AS MATERIALIZED (
     SELECT c.id, c.tsv FROM chunks c, probe
     WHERE probe.query IS NOT NULL AND c.tsv @@ CAST(probe.query AS tsquery)
@@ -121,7 +123,7 @@ def chunk_fulltext(conn: Connection, scope: Scope, query: str, limit: int) -> li
         return []
     scopes = list(dict.fromkeys(_scopes(scope)))
     params = {"q": query, "s": scopes, "n": limit, "k1": BM25_K1, "b": BM25_B,
-              "probe": FULLTEXT_PROBE}
+              "probe": FULLTEXT_PROBE, "pool": FULLTEXT_POOL}
     cached = conn.execute(text("SELECT count(*) FROM chunk_scope_stats WHERE scope = ANY(:s)"),
                           {"s": scopes}).scalar() == len(scopes)
     rows = conn.execute(text(_BM25_CACHED if cached else _BM25), params).all()
@@ -199,6 +201,17 @@ def neighbourhood(
     ``synonyms``: each seed entity also gets up to that many synonym edges, to the entities
     of ``scope`` whose name vectors are nearest to its own (HNSW) at cosine ``synonym_min``
     or more; those entities join the neighbourhood with their passages."""
+    part = neighbourhood_part(conn, scope, entity_ids, chunk_ids, per_entity=per_entity,
+                              as_of=as_of, synonyms=synonyms, synonym_min=synonym_min)
+    return merge_neighbourhoods([part], max_edges)
+
+
+def neighbourhood_part(
+    conn: Connection, scope: Scope, entity_ids: Sequence[str], chunk_ids: Sequence[str], *,
+    per_entity: int = 20, as_of: Any = None, synonyms: int = 0, synonym_min: float = 0.9,
+) -> Neighbourhood:
+    """:func:`neighbourhood`'s rows as they come (mentions may repeat, no degrees): for
+    parts fetched apart and merged once by :func:`merge_neighbourhoods`."""
     seeds, chunks = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(chunk_ids))
     if not seeds and not chunks:
         return Neighbourhood([], [])
@@ -208,19 +221,20 @@ def neighbourhood(
     rows = conn.execute(text(_NEIGHBOURHOOD), {
         "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
         "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).all()
-    pairs: dict[str, list[tuple[str, str]]] = {"k": [], "e": [], "r": [], "s": []}
+    mentions: list[tuple[str, str]] = []
+    pairs: dict[str, list[tuple[str, str]]] = {"r": [], "s": []}
     counts: dict[str, int] = {}
     for kind, a, b, n in rows:
-        if kind == "k":
-            pairs["k"].extend((e, a) for e in b)
-        elif kind == "e":
-            pairs["e"].extend((a, c) for c in b or ())
+        if kind == "k":  # a seed chunk and its entities
+            mentions.extend(zip(b, repeat(a)))
+        elif kind == "e":  # an entity, its chunk count and kept chunks
+            if b:
+                mentions.extend(zip(repeat(a), b))
             if n:
                 counts[a] = int(n)
         else:
             pairs[kind].append((a, b[0]))
-    part = Neighbourhood(pairs["k"] + pairs["e"], pairs["r"], pairs["s"], counts)
-    return merge_neighbourhoods([part], max_edges)
+    return Neighbourhood(mentions, pairs["r"], pairs["s"], counts)
 
 
 def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
@@ -229,15 +243,16 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
     chunks' side, concurrently): mentions and synonym pairs deduplicated, at most
     ``max_edges`` edges of each kind, degrees counted again (an entity's chunks plus its
     relation and synonym edges)."""
-    mentions = list(dict.fromkeys(m for p in parts for m in p.mentions))[:max_edges]
-    relations = [r for p in parts for r in p.relations][:max_edges]  # parallel ones count
-    synonym_pairs = list(dict.fromkeys(x for p in parts for x in p.synonyms))[:max_edges]
+    mentions = list(dict.fromkeys(chain.from_iterable(p.mentions for p in parts)))
+    relations = list(chain.from_iterable(p.relations for p in parts))  # parallel ones count
+    synonym_pairs = list(dict.fromkeys(chain.from_iterable(p.synonyms for p in parts)))
+    relations, synonym_pairs = relations[:max_edges], synonym_pairs[:max_edges]
     counts = {e: n for p in parts for e, n in p.chunk_counts.items()}
     degrees = dict(counts)
     for pair in relations + synonym_pairs:
         for e in set(pair):
             degrees[e] = degrees.get(e, 0) + 1
-    return Neighbourhood(mentions, relations, synonym_pairs, counts, degrees)
+    return Neighbourhood(mentions[:max_edges], relations, synonym_pairs, counts, degrees)
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any]]:

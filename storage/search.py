@@ -34,6 +34,8 @@ MIN_LIKE_CHARS = 3
 # in the past) stay stored as history but are not retrieved unless asked "as of" earlier.
 _VALID = ("(r.invalid_at IS NULL OR r.invalid_at > coalesce(CAST(:as_of AS timestamptz), now()))"
           " AND (r.valid_at IS NULL OR r.valid_at <= coalesce(CAST(:as_of AS timestamptz), now()))")
+# Pages read in order before the index is asked (storage.search._head_first).
+HEAD_PAGES = 64
 # word_similarity() on long fact text is the cost of fact ranking: bound candidates x terms.
 SIMILARITY_TERMS = 6
 
@@ -82,6 +84,20 @@ def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:
     return f"({clause})" if clause else "", params
 
 
+def _head_first(columns: str, table: str, where: str) -> str:
+    """``SELECT columns FROM table WHERE where LIMIT :n`` (any ``:n`` matching rows, in
+    physical order) as two branches of a UNION ALL: the table's first :data:`HEAD_PAGES`
+    pages read in order (a TID range scan), then the rest by whatever plan the planner picks
+    (the GIN trigram index for substrings). The second branch runs only when the first found
+    fewer than ``:n``: a common word is matched in the first pages instead of building a
+    bitmap of tens of thousands of rows, a rare one costs those pages more."""
+    alias = table.split()[-1]
+    head = f"{alias}.ctid < '({HEAD_PAGES},0)'::tid"
+    return (f"SELECT * FROM ((SELECT {columns} FROM {table} WHERE {head} AND {where}) "
+            f"UNION ALL (SELECT {columns} FROM {table} WHERE NOT ({head}) AND {where})) m "
+            "LIMIT :n")
+
+
 def entity_exact(conn: Connection, scope: Scope, names: Sequence[str]) -> list[EntityHit]:
     """Entities whose normalised name is one of ``names`` (already normalised)."""
     rows = conn.execute(text(
@@ -113,9 +129,8 @@ def entity_summary(
     clause, params = _ilike_any("e.summary", [t for t in terms if len(t) >= 4])
     if not clause or limit <= 0:
         return []
-    rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND {clause} LIMIT :n"),
-        {"s": _scopes(scope), "n": limit, **params}).all()
+    rows = conn.execute(text(_head_first(_E, "entities e", f"e.scope = ANY(:s) AND {clause}")),
+                        {"s": _scopes(scope), "n": limit, **params}).all()
     return [EntityHit(_entity(r), "trigram", "summary", 0.5) for r in rows]
 
 
@@ -182,10 +197,9 @@ def fact_like(
     clause, params = _ilike_any("r.fact", terms)
     if not clause or limit <= 0:
         return []
-    rows = conn.execute(text(
-        f"SELECT {_F} FROM relations r WHERE r.scope = ANY(:s) AND {clause} AND {_VALID} "
-        "LIMIT :n"),
-        {"s": _scopes(scope), "n": limit, "as_of": as_of, **params}).all()
+    rows = conn.execute(text(_head_first(_F, "relations r",
+                                         f"r.scope = ANY(:s) AND {clause} AND {_VALID}")),
+                        {"s": _scopes(scope), "n": limit, "as_of": as_of, **params}).all()
     return [FactHit(_fact(r), "like", 0.9) for r in rows]
 
 

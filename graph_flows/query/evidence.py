@@ -186,7 +186,7 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
     graph = ppr.build_graph(hood.mentions + hood.relations + hood.synonyms, nodes=seeds)
     out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degrees)
     chunk_ids = {c for _, c in hood.mentions} | {h.id for h in dense + text_hits}
-    return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass)][:PASSAGE_LIMIT]
+    return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass, PASSAGE_LIMIT)]
 
 
 def _facts_linked(job: Future[list[search.FactHit]], limit: int,
@@ -216,9 +216,10 @@ def _fulltext(conn: Any, chain: Sequence[str], question: str, limit: int,
 
 def _hood(conn: Any, chain: Sequence[str], entity_ids: list[str], chunk_ids: list[str],
           as_of: Any) -> list[evidence.Neighbourhood]:
-    return [evidence.neighbourhood(conn, chain, entity_ids, chunk_ids, per_entity=PER_ENTITY,
-                                   max_edges=MAX_EDGES, as_of=as_of, synonyms=SYNONYMS,
-                                   synonym_min=SYNONYM_MIN)]
+    """One part of the neighbourhood, merged with the other by the caller."""
+    return [evidence.neighbourhood_part(conn, chain, entity_ids, chunk_ids,
+                                        per_entity=PER_ENTITY, as_of=as_of,
+                                        synonyms=SYNONYMS, synonym_min=SYNONYM_MIN)]
 
 
 def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:

@@ -16,8 +16,8 @@ facts differ little); a passage its scaled dense score times a small weight.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import chain
+from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -35,17 +35,19 @@ class Graph:
     src: np.ndarray
     dst: np.ndarray
     weight: np.ndarray
+    index: dict[str, int] = field(default_factory=dict)
+    """Node id -> position in ``nodes`` (filled from ``nodes`` when not given)."""
 
-    @property
-    def index(self) -> dict[str, int]:
-        return {n: i for i, n in enumerate(self.nodes)}
+    def __post_init__(self) -> None:
+        if len(self.index) != len(self.nodes):
+            object.__setattr__(self, "index", {n: i for i, n in enumerate(self.nodes)})
 
 
 def build_graph(edges: Iterable[tuple[str, str]], nodes: Iterable[str] = ()) -> Graph:
     """An undirected graph from ``(a, b)`` pairs (repeats add weight, self-loops dropped);
     ``nodes`` adds nodes that may have no edge (e.g. seeds outside the neighbourhood).
     Nodes are numbered in order of first appearance; the pairs are counted with numpy."""
-    flat = [x for edge in edges for x in edge]
+    flat = list(chain.from_iterable(edges))
     index = {n: i for i, n in enumerate(dict.fromkeys(chain(nodes, flat)))}
     ends = np.fromiter(map(index.__getitem__, flat), dtype=np.int64,
                        count=len(flat)).reshape(-1, 2)
@@ -55,7 +57,7 @@ def build_graph(edges: Iterable[tuple[str, str]], nodes: Iterable[str] = ()) -> 
                              + np.maximum(ends[:, 0], ends[:, 1]), return_counts=True)
     lo, hi, w = keys // n, keys % n, counts.astype(np.float64)
     return Graph(list(index), np.concatenate([lo, hi]), np.concatenate([hi, lo]),
-                 np.concatenate([w, w]))
+                 np.concatenate([w, w]), index)
 
 
 def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
@@ -82,7 +84,8 @@ def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
     reset /= reset.sum()
     out_weight = np.bincount(graph.src, weights=graph.weight, minlength=n)
     if degrees:
-        full = np.array([float(degrees.get(node, 0.0)) for node in graph.nodes])
+        full = np.fromiter(map(degrees.get, graph.nodes, repeat(0.0)), dtype=np.float64,
+                           count=n)
         out_weight = np.maximum(out_weight, full)
     share = graph.weight / np.where(out_weight[graph.src] > 0, out_weight[graph.src], 1.0)
     dangling = out_weight == 0
@@ -141,7 +144,12 @@ def combine(*seed_maps: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def rank(ids: Sequence[str], mass: Mapping[str, float]) -> list[tuple[str, float]]:
-    """``ids`` ordered by PageRank mass (highest first, ties in the given order)."""
-    order = sorted(range(len(ids)), key=lambda i: (-mass.get(ids[i], 0.0), i))
-    return [(ids[i], mass.get(ids[i], 0.0)) for i in order]
+def rank(ids: Sequence[str], mass: Mapping[str, float], limit: int | None = None,
+         ) -> list[tuple[str, float]]:
+    """``ids`` ordered by PageRank mass (highest first, ties in the given order); only the
+    first ``limit`` when given (a partial sort)."""
+    values = np.fromiter(map(mass.get, ids, repeat(0.0)), dtype=np.float64, count=len(ids))
+    order = np.argsort(-values, kind="stable")
+    if limit is not None:
+        order = order[:max(limit, 0)]
+    return [(ids[i], float(values[i])) for i in order.tolist()]

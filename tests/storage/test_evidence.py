@@ -138,6 +138,19 @@ def test_cached_full_text_statistics_rank_like_the_exact_ones(store: KnowledgeSt
     assert [h.score for h in cached] == pytest.approx([h.score for h in exact])
 
 
+def test_full_text_candidates_leave_out_a_word_in_more_chunks_than_the_pool(
+        store: KnowledgeStore, corpus: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    with store.connect() as conn:
+        fulltext.ensure_term_stats(conn, ["default"])
+        before = evidence.chunk_fulltext(conn, "default", "prize", 10)
+        monkeypatch.setattr(evidence, "FULLTEXT_POOL", 2)  # "prize" is in 3 chunks
+        common = evidence.chunk_fulltext(conn, "default", "prize", 10)
+        both = evidence.chunk_fulltext(conn, "default", "Velmor prize", 10)
+    assert len(before) == 3
+    assert common == []  # its chunks would be an arbitrary cut of the pool: none
+    assert [h.id for h in both] == [corpus[P1]]  # the Velmor chunk, scored on both words
+
+
 def test_full_text_statistics_follow_new_chunks(store: KnowledgeStore,
                                                 corpus: dict[str, str]) -> None:
     with store.connect() as conn:

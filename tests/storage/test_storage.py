@@ -17,6 +17,7 @@ from storage import (
     NotFoundError,
     RelationIn,
     ids,
+    search,
 )
 from storage.bulk import vector_literal
 from storage.errors import DatabaseUnavailableError
@@ -226,6 +227,38 @@ def test_trigram_and_hnsw_indexes_are_used(big_store: KnowledgeStore) -> None:
     knn = _plan(big_store, "SELECT id FROM entities ORDER BY embedding <=> CAST(:v AS vector) "
                 "LIMIT 10", v=vector_literal(vec("q")))
     assert "entities_embedding_hnsw" in knn, knn
+
+
+@pytest.mark.slow
+def test_substring_search_reads_the_first_pages_then_the_index(
+        big_store: KnowledgeStore) -> None:
+    with big_store.connect() as conn:
+        last = conn.execute(text(
+            "SELECT summary, (ctid::text::point)[0] AS page FROM entities "
+            "ORDER BY ctid DESC LIMIT 1")).one()
+        common = list(conn.execute(text("SELECT substr(summary, 1, 5) FROM entities "
+                                        "ORDER BY ctid LIMIT 10")).scalars())
+        rare = search.entity_summary(conn, "default", [last.summary.split()[-1]], 6)
+        many = search.entity_summary(conn, "default", common, 6)
+        clause, params = search._ilike_any("e.summary", [last.summary.split()[-1]])
+        plan = "\n".join(conn.execute(text("EXPLAIN " + search._head_first(
+            "e.id", "entities e", f"e.scope = ANY(:s) AND {clause}")),
+            {"s": ["default"], "n": 6, **params}).scalars())
+    assert last.page >= search.HEAD_PAGES  # found beyond the first pages: by the index
+    assert last.summary in {h.entity.summary for h in rare}
+    assert len(many) == 6
+    assert all(any(t in h.entity.summary for t in common) for h in many)
+    assert "Tid Range Scan" in plan and "entities_summary_trgm" in plan, plan
+
+
+def test_long_text_columns_keep_small_planner_statistics(store: KnowledgeStore) -> None:
+    with store.connect() as conn:
+        targets = dict(conn.execute(text(
+            "SELECT attrelid::regclass::text || '.' || attname, attstattarget "
+            "FROM pg_attribute WHERE (attrelid, attname) IN "
+            "(('relations'::regclass, 'fact'), ('entities'::regclass, 'summary'), "
+            "('entities'::regclass, 'name'))")).all())
+    assert targets == {"relations.fact": 1, "entities.summary": 1, "entities.name": None}
 
 
 def test_name_similarity_is_pg_trgm_per_group(store: KnowledgeStore) -> None:
