@@ -92,10 +92,14 @@ def retrieve_ppr(
         # R@5 the same, R@10 and Ans@ctx within noise, faster
         walk=lambda: dense_job is not None and not dense_job.result(),
         # the vector fallback for facts is the question linking's statement, run once
-        fact_vector=None if linked_job is None else _facts_linked(linked_job, cfg.fact_limit))
+        fact_vector=None if linked_job is None else _facts_linked(linked_job, cfg.fact_limit),
+        # the linked facts' ends and sources come with the candidates' (one statement each)
+        extra=None if linked_job is None else _linked_ids(linked_job))
     ranked = ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job, as_of,
                              linked_job)
     base = base_job.result()
+    if ranked is not None and base.looked_up is not None:
+        ranked.entity_rows, ranked.sources = base.looked_up.entities, base.looked_up.sources
     _merge_metrics(base.metrics, m)
     if ranked is None:  # no chunk vectors: a notice only when there are chunks to embed
         chunks, _ = m.run(engine, "chunk_coverage", evidence.embedding_coverage, chain) or (0, 0)
@@ -115,7 +119,8 @@ def retrieve_ppr(
 @dataclass
 class Ranked:
     """What the PageRank steps found: passages in order, the mass of every node, the linked
-    facts and the rows fetched for them, the recipe's metrics and per-step milliseconds."""
+    facts and the rows fetched for them (with the candidates'), the recipe's metrics and
+    per-step milliseconds."""
 
     passages: list[dict[str, Any]] = field(default_factory=list)
     mass: dict[str, float] = field(default_factory=dict)
@@ -146,9 +151,6 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     # the seeds' side of the neighbourhood while the full-text search may still run
     hood_start = time.perf_counter()
     seed_side = spawn("neighbourhood", _hood, chain, out.seed_entities, [], as_of)
-    ends = {i for h in out.linked for i in (h.fact.subject_id, h.fact.object_id)}
-    ents_job = spawn("fact_ends", search.entities_by_ids, chain, sorted(ends))
-    srcs_job = spawn("linked_sources", _sources, [h.fact.id for h in out.linked])
     text_hits: list[evidence.ChunkHit] = text_job.result()
     out.steps["search"] = _ms(start)
     seed_chunks = list(dict.fromkeys([h.id for h in dense] + [h.id for h in text_hits]))
@@ -160,8 +162,6 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     out.steps["pagerank"] = _ms(start)
     start = time.perf_counter()
     out.passages = _passages(run, order, out.mass, dense, text_hits)
-    out.entity_rows = {e.id: e for e in ents_job.result()}
-    out.sources = dict(srcs_job.result())
     out.steps["rows"] = _ms(start)
     out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
                 "seed_passages": len(seed_chunks), "graph_nodes": len(graph.nodes),
@@ -189,6 +189,17 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
     return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass, PASSAGE_LIMIT)]
 
 
+def _linked_ids(job: Future[list[search.FactHit]],
+                ) -> Callable[[], tuple[list[str], list[str]]]:
+    """The linked facts' ends and ids (their rows and sources are fetched with the
+    candidates')."""
+    def ids() -> tuple[list[str], list[str]]:
+        hits = job.result()
+        return ([i for h in hits for i in (h.fact.subject_id, h.fact.object_id)],
+                [h.fact.id for h in hits])
+    return ids
+
+
 def _facts_linked(job: Future[list[search.FactHit]], limit: int,
                   ) -> Callable[[], list[search.FactHit]]:
     """The split candidates' fact fallback served by the question-linking statement
@@ -209,7 +220,11 @@ def _merge_metrics(metrics: dict[str, Any], m: _Metrics) -> None:
 
 def _fulltext(conn: Any, chain: Sequence[str], question: str, limit: int,
               ) -> list[evidence.ChunkHit]:
-    """BM25 passages, the scopes' full-text statistics rebuilt first when out of date."""
+    """BM25 passages, the scopes' full-text statistics rebuilt first when out of date (when
+    none is, they are all there: BM25 uses them without asking again)."""
+    if not fulltext.stale_term_stats(conn, chain):
+        return evidence.chunk_fulltext(conn, chain, question, limit, cached=True)
+    conn.rollback()
     fulltext.ensure_term_stats(conn, chain)
     return evidence.chunk_fulltext(conn, chain, question, limit)
 
@@ -220,10 +235,6 @@ def _hood(conn: Any, chain: Sequence[str], entity_ids: list[str], chunk_ids: lis
     return [evidence.neighbourhood_part(conn, chain, entity_ids, chunk_ids,
                                         per_entity=PER_ENTITY, as_of=as_of,
                                         synonyms=SYNONYMS, synonym_min=SYNONYM_MIN)]
-
-
-def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
-    return list(search.fact_sources(conn, fact_ids).items())
 
 
 def _passages(run: Run, order: list[str], mass: dict[str, float],

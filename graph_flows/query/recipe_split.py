@@ -18,6 +18,7 @@ from typing import Any
 from graph_flows.query import scoring
 from graph_flows.query.retrieval_base import (
     _POOL,
+    Extra,
     Retrieved,
     SearchConfig,
     _add_entity_hits,
@@ -39,13 +40,15 @@ def retrieve_split(
     predicates: Sequence[str], cfg: SearchConfig, embed_query: Callable[[], list[float]],
     as_of: Any, *, chain: Sequence[str] | None = None,
     fact_vector: Callable[[], list[search.FactHit]] | None = None,
-    walk: Callable[[], bool] | None = None,
+    walk: Callable[[], bool] | None = None, extra: Extra | None = None,
 ) -> Retrieved:
     """The split recipe (see the module docstring); ``t0`` is when the request started.
     ``chain``: the scope's chain when the caller has it already; ``fact_vector``: the nearest
     facts to the question's vector when the caller fetches them anyway (the fallback then
     uses them instead of its own statement); ``walk``: asked, once the first methods are
-    done, whether to run the multi-hop walk at all (default: when ``max_hops`` > 1)."""
+    done, whether to run the multi-hop walk at all (default: when ``max_hops`` > 1);
+    ``extra``: more ids whose rows the caller needs, fetched with the endpoints and sources
+    (``Retrieved.looked_up``)."""
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
     # is that chain.
     scope = list(chain) if chain else (
@@ -66,7 +69,7 @@ def retrieve_split(
     facts, fallback_f, f_trgm = _facts(engine, m, scope, terms, predicates, cfg, entities,
                                        got["fact_like"], (f_like, f_trgm), vector,
                                        embed_query, as_of, fact_vector, walk)
-    result = _finish(engine, m, scope, entities, facts)
+    result = _finish(engine, m, scope, entities, facts, extra=extra)
     result.metrics.update(
         scopes=list(scope), recipe="split", max_hops=cfg.max_hops,
         fallback={"entities": fallback_e, "facts": fallback_f},

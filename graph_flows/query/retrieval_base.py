@@ -42,6 +42,22 @@ class Retrieved:
     facts: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     passages: list[dict[str, Any]] = field(default_factory=list)
+    looked_up: Lookups | None = None
+    """The rows fetched for ``_finish``'s ``extra`` ids (a recipe built on this one)."""
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """Entity rows and fact sources fetched in ``_finish``'s two statements, for the ids
+    its rows needed and the ``extra`` ids asked by a recipe built on it (one statement each
+    instead of two)."""
+
+    entities: dict[str, search.Entity] = field(default_factory=dict)
+    sources: dict[str, list] = field(default_factory=dict)
+
+
+Extra = Callable[[], tuple[Sequence[str], Sequence[str]]]
+"""``extra()``: (entity ids, fact ids) to fetch beside ``_finish``'s own (may block)."""
 
 
 class _Metrics:
@@ -95,11 +111,18 @@ def _lexical_jobs(engine: Any, m: _Metrics, scope: Any, terms: Sequence[str],
 
 
 def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
-    """Run on a pooled connection; a connection the server dropped is replaced once."""
+    """Run on a pooled connection; a connection the server dropped is replaced once.
+
+    The read-only transaction is ended by COMMIT, not by the ROLLBACK a connection gets on
+    its way back to the pool: psycopg forgets its prepared statements on every ROLLBACK, and
+    kept they spare the server parsing the same statements again (and let the
+    neighbourhood run its generic plan)."""
     for attempt in (1, 2):
         try:
             with engine.connect() as conn:
-                return fn(conn, *args)
+                out = fn(conn, *args)
+                conn.commit()
+                return out
         except DBAPIError as exc:
             if attempt == 2 or not exc.connection_invalidated:
                 raise
@@ -180,14 +203,18 @@ def _add_fact_hits(out: dict[str, dict], hits: list[search.FactHit], new_max: in
 
 
 def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
-            fused: dict[str, float] | None = None) -> Retrieved:
+            fused: dict[str, float] | None = None, extra: Extra | None = None) -> Retrieved:
     """Endpoints, sources, scores and order. ``fused`` (rrf recipe): the fused score of each
-    entity and fact id, which then orders the rows (dict order = fused order)."""
+    entity and fact id, which then orders the rows (dict order = fused order). ``extra``:
+    more entity and fact ids to fetch in the same two statements (``Retrieved.looked_up``)."""
     missing = {f[k] for f in facts.values() for k in ("subject_id", "object_id")} - set(entities)
+    more_entities, more_facts = extra() if extra is not None else ((), ())
     ends = _POOL.submit(m.run, engine, "endpoints", search.entities_by_ids, scope,
-                        sorted(missing))
-    srcs = _POOL.submit(m.run, engine, "fact_sources", _sources, sorted(facts))
-    known = {e.id: e for e in ends.result()}
+                        sorted(missing | set(more_entities)))
+    srcs = _POOL.submit(m.run, engine, "fact_sources", _sources,
+                        sorted(set(facts) | set(more_facts)))
+    fetched = ends.result()
+    known = {e.id: e for e in fetched if e.id in missing}
     sources = dict(srcs.result())
     for f in list(facts.values()):  # every fact keeps both ends
         f["sources"] = sources.get(f["id"], [])
@@ -215,7 +242,8 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
                   "name_match": False, "summary_match": False,
                   "agreement": scoring.agreement(["endpoint"])} for e in known.values()]
     return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
-                                           "errors": m.errors, "skipped": m.skipped})
+                                           "errors": m.errors, "skipped": m.skipped},
+                     looked_up=Lookups({e.id: e for e in fetched}, sources))
 
 
 

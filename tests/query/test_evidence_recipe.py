@@ -81,6 +81,9 @@ def test_second_passage_is_reached_through_the_entity(corpus_resources) -> None:
                                                "merge"}
     assert "Orsina Kael" in [e["name"] for e in out["entities"]][:3]
     assert out["facts"] and all("mass" in f for f in out["facts"])
+    linked = [f for f in out["facts"] if "linked" in f]
+    assert linked and all(f["sources"] for f in linked)  # fetched with the candidates'
+    assert not {"fact_ends", "linked_sources"} & set(metrics["results"])
     assert not out["errors"]
 
 
