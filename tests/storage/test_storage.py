@@ -231,8 +231,10 @@ def test_trigram_and_hnsw_indexes_are_used(big_store: KnowledgeStore) -> None:
 
 @pytest.mark.slow
 def test_substring_search_reads_the_first_pages_then_the_index(
-        big_store: KnowledgeStore) -> None:
+        big_store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     with big_store.connect() as conn:
+        plain = search._head_first(conn, "e.id", "entities e", "true")
+        monkeypatch.setattr(search, "HEAD_MIN_ROWS", 10_000)  # the 12,000 count as large
         last = conn.execute(text(
             "SELECT summary, (ctid::text::point)[0] AS page FROM entities "
             "ORDER BY ctid DESC LIMIT 1")).one()
@@ -242,8 +244,9 @@ def test_substring_search_reads_the_first_pages_then_the_index(
         many = search.entity_summary(conn, "default", common, 6)
         clause, params = search._ilike_any("e.summary", [last.summary.split()[-1]])
         plan = "\n".join(conn.execute(text("EXPLAIN " + search._head_first(
-            "e.id", "entities e", f"e.scope = ANY(:s) AND {clause}")),
+            conn, "e.id", "entities e", f"e.scope = ANY(:s) AND {clause}")),
             {"s": ["default"], "n": 6, **params}).scalars())
+    assert "UNION ALL" not in plain  # a table under HEAD_MIN_ROWS: the plain statement
     assert last.page >= search.HEAD_PAGES  # found beyond the first pages: by the index
     assert last.summary in {h.entity.summary for h in rare}
     assert len(many) == 6
