@@ -131,17 +131,13 @@ def _size_shared_buffers(url: str) -> None:
     wanted = f"{shared_buffers_mb()}MB"
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-            source = conn.execute(
-                "SELECT coalesce(sourcefile, '') FROM pg_settings WHERE name = 'shared_buffers'"
-            ).fetchone()
             chosen = conn.execute(
                 "SELECT count(*) FROM pg_file_settings WHERE name = 'shared_buffers' "
                 "AND sourcefile LIKE '%postgresql.auto.conf'").fetchone()
             if chosen and chosen[0]:
                 return
             conn.execute(f"ALTER SYSTEM SET shared_buffers = '{wanted}'")
-            log.info("embedded PostgreSQL: shared_buffers %s from the next start (was set by "
-                     "%s)", wanted, source[0] if source else "default")
+            log.info("embedded PostgreSQL: shared_buffers %s from the next start", wanted)
     except psycopg.Error:  # tuning only: the server works without it
         log.warning("could not size shared_buffers of the embedded PostgreSQL", exc_info=True)
 

@@ -121,8 +121,8 @@ def chunk_fulltext(conn: Connection, scope: Scope, query: str, limit: int,
     small idfs to add up), leaving out a lexeme that would take them past
     :data:`FULLTEXT_POOL` (its chunks would be an arbitrary cut of the pool, in physical
     order; a question with only such words finds none); every question lexeme then scores
-    them. Without: frequencies over
-    all chunks matching any lexeme, size and mean length over the scope, per query.
+    them. Without: frequencies over all chunks matching any lexeme, size and mean length
+    over the scope, per query.
     ``cached``: whether every scope has its statistics, when the caller knows (else asked)."""
     if limit <= 0 or not query.strip():
         return []
