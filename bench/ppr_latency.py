@@ -30,6 +30,7 @@ from graph_flows.query.context import QueryContext
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in, percentile
 from graph_flows.services.evaluation.multihop import graph_passages, ranked_documents
+from graph_flows.shared.heap import freeze_loaded
 from graph_flows.shared.resources import build_resources, use_resources
 from graph_flows.shared.settings import load_settings
 from storage.fulltext import entity_documents
@@ -77,6 +78,7 @@ def main() -> None:
     questions = read_questions(args.questions)[args.offset:]
     questions = questions[:args.limit] if args.limit else questions
     res = build_resources(load_settings(chat_model="none"))
+    freeze_loaded()  # as a serving process does once loaded (graph_flows.shared.heap)
     times = {r: defaultdict(list) for r in recipes}
     scores = {r: RetrievalScore() for r in recipes}
     try:

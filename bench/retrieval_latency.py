@@ -57,6 +57,7 @@ from sqlalchemy import text
 from bench import synthetic
 from bench.synthetic import BenchQuery
 from graph_flows.query import analyze, nodes, retrieval, scoring
+from graph_flows.shared.heap import freeze_loaded
 from storage import KnowledgeStore, search
 from storage.search import _E, _F
 
@@ -673,6 +674,7 @@ def query_process(url: str, queries: Sequence[BenchQuery], warmup: Sequence[Benc
 
         embedder = MiniLMEmbeddings()
     store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+    freeze_loaded()  # as a serving process does once loaded (graph_flows.shared.heap)
     try:
         rep = benchmark(store.search_engine(60_000), synthetic.SCOPE, queries,
                         embedder=embedder, warmup=warmup, log=log, **options)

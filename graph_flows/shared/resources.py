@@ -98,7 +98,10 @@ def get_resources() -> Resources:
         return current
     with _lock:
         if _default is None:
+            from graph_flows.shared.heap import freeze_loaded
+
             _default = build_resources()
+            freeze_loaded()  # a serving process (LangGraph server, MCP): loading is done
         return _default
 
 

@@ -81,6 +81,7 @@ def multihop(
         parse_recipe,
         run_multihop,
     )
+    from graph_flows.shared.heap import freeze_loaded
     from graph_flows.shared.resources import build_resources
     from graph_flows.shared.settings import load_settings
 
@@ -91,6 +92,7 @@ def multihop(
             if not path.is_file():
                 raise RequestError(f"{path}: no such file")
         resources = build_resources(load_settings(chat_model="none"))
+        freeze_loaded()  # the questions are timed as a serving process would answer them
         try:
             with _bars(as_json) as progress:
                 report = run_multihop(resources, corpus, questions, extraction=extraction,

@@ -20,6 +20,7 @@ from graph_flows.services import ask, explore, sources, uploads
 from graph_flows.services import scopes as scope_service
 from graph_flows.services.scopes import chain_of  # noqa: F401 - the pages' API
 from graph_flows.services.uploads import check_upload, safe_filename  # noqa: F401 - same
+from graph_flows.shared.heap import freeze_loaded
 from graph_flows.shared.resources import Resources, build_resources, use_resources
 from graph_flows.shared.settings import Settings, load_settings
 
@@ -36,8 +37,12 @@ def settings_key(settings: Settings) -> str:
 
 
 def open_resources(_key: str) -> Resources:
-    """Resources for the current environment (``_key`` only separates cache entries)."""
-    return build_resources(load_settings())
+    """Resources for the current environment (``_key`` only separates cache entries); the
+    objects loaded so far are then frozen out of garbage collection (graph_flows.shared.heap:
+    the server process keeps them for its life)."""
+    resources = build_resources(load_settings())
+    freeze_loaded()
+    return resources
 
 
 def friendly_error(exc: BaseException) -> str:
