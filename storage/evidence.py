@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, text
 
 from storage.bulk import vector_literal
@@ -42,21 +43,80 @@ class ChunkHit:
     score: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, eq=False)
 class Neighbourhood:
-    """Edges of the bounded graph around the seeds: (entity, chunk) provenance pairs and
-    (subject, object) relation pairs (one per valid relation)."""
+    """The bounded graph around the seeds, as arrays: ``nodes`` (entity and chunk ids) and
+    edges as index pairs into them, so a few thousand edges cost no Python object each.
 
-    mentions: list[tuple[str, str]]
-    relations: list[tuple[str, str]]
-    synonyms: list[tuple[str, str]] = field(default_factory=list)
-    """(seed, entity) pairs whose name vectors are nearly the same (HippoRAG's synonym
-    edges): "Kael" and "Orsina Kael" kept apart by resolution still join up."""
-    chunk_counts: dict[str, int] = field(default_factory=dict)
-    """Entity id -> chunks it appears in (whole graph; entities in none are left out)."""
-    degrees: dict[str, int] = field(default_factory=dict)
-    """Entity id -> chunks it appears in plus the relations and synonym edges kept (its
-    degree, counting every mention even when only ``per_entity`` were kept)."""
+    ``mention``: (entity, chunk) provenance pairs; ``relation``: (subject, object), one per
+    valid relation (parallel ones repeat); ``synonym``: (seed, entity) pairs whose name
+    vectors are nearly the same (HippoRAG's synonym edges: "Kael" and "Orsina Kael" kept
+    apart by resolution still join up). ``counts``: per node, the chunks the entity appears
+    in (whole graph; 0 for chunks). ``degree`` (merged neighbourhoods only): per node, those
+    chunks plus the relation and synonym edges kept, counting every mention even when only
+    ``per_entity`` were kept. The tuple views (:attr:`mentions` ...) are for tests and
+    reports, not the ranking path."""
+
+    nodes: list[str] = field(default_factory=list)
+    chunk: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    mention: np.ndarray = field(default_factory=lambda: _no_pairs())
+    relation: np.ndarray = field(default_factory=lambda: _no_pairs())
+    synonym: np.ndarray = field(default_factory=lambda: _no_pairs())
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    degree: np.ndarray | None = None
+    index: dict[str, int] = field(default_factory=dict)
+    """Node id -> position in ``nodes`` (merged neighbourhoods only)."""
+    pending: tuple[np.ndarray, list[str]] = field(
+        default_factory=lambda: (np.zeros(0, dtype=np.int64), []))
+    """A part's mentions as they come: entity numbers and chunk ids (the chunks are
+    numbered when parts are merged)."""
+
+    def _named(self, pairs: np.ndarray) -> list[tuple[str, str]]:
+        nodes = self.nodes
+        return [(nodes[a], nodes[b]) for a, b in pairs.tolist()]
+
+    @property
+    def mentions(self) -> list[tuple[str, str]]:
+        return self._named(self.mention)
+
+    @property
+    def relations(self) -> list[tuple[str, str]]:
+        return self._named(self.relation)
+
+    @property
+    def synonyms(self) -> list[tuple[str, str]]:
+        return self._named(self.synonym)
+
+    @property
+    def chunk_counts(self) -> dict[str, int]:
+        """Entity id -> chunks it appears in (entities in none are left out)."""
+        return {self.nodes[i]: int(self.counts[i]) for i in np.flatnonzero(self.counts)}
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        """Entity id -> its degree (nodes of degree 0 and chunks are left out)."""
+        if self.degree is None:
+            return {}
+        return {self.nodes[i]: int(self.degree[i]) for i in np.flatnonzero(self.degree)
+                if not self.chunk[i]}
+
+    def chunk_ids(self) -> list[str]:
+        """The chunks at the end of a kept mention."""
+        return [self.nodes[i] for i in np.unique(self.mention[:, 1]).tolist()]
+
+    def count(self, entity_id: str) -> int:
+        """Chunks ``entity_id`` appears in, when it is a node here (else 0)."""
+        i = self.index.get(entity_id)
+        return 0 if i is None else int(self.counts[i])
+
+
+def _no_pairs() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+def _ints(packed: bytes | None) -> np.ndarray:
+    """Integers sent as concatenated ``int4send`` values (big-endian int32)."""
+    return np.frombuffer(packed or b"", dtype=">i4").astype(np.int64)
 
 
 _BM25 = f"""
@@ -178,18 +238,29 @@ node AS (SELECT id FROM seed UNION SELECT subject_id FROM rel UNION SELECT objec
          UNION SELECT entity_id FROM in_chunk UNION SELECT b FROM syn),
 hood AS (
     SELECT n.id, c.n, c.chunks FROM node n,
-    LATERAL (SELECT count(*) AS n, (array_agg(p.chunk_id ORDER BY p.chunk_id))[1:(:per)] AS chunks
+    LATERAL (SELECT count(*)::int AS n,
+                    (array_agg(p.chunk_id ORDER BY p.chunk_id))[1:(:per)] AS chunks
              FROM entity_provenance p WHERE p.entity_id = n.id) c)
-SELECT 'k' AS kind, chunk_id AS a, array_agg(entity_id) AS b, 0::bigint AS n
-FROM in_chunk GROUP BY chunk_id
-UNION ALL SELECT 'e', id, chunks, n FROM hood
-UNION ALL SELECT 'r', subject_id, ARRAY[object_id], 0 FROM rel
-UNION ALL SELECT 's', a, ARRAY[b], 0 FROM syn
+SELECT h.entities, h.counts, h.kept, h.chunks, k.entities AS seed_entities,
+       k.chunks AS seed_chunks, r.subjects, r.objects, y.seeds AS synonym_seeds,
+       y.others AS synonyms
+FROM (SELECT string_agg(id, ' ') AS entities, string_agg(int4send(n), ''::bytea) AS counts,
+             string_agg(int4send(coalesce(cardinality(chunks), 0)), ''::bytea) AS kept,
+             string_agg(coalesce(array_to_string(chunks, ' '), ''), ' ') AS chunks
+      FROM hood) h,
+     (SELECT string_agg(entity_id, ' ') AS entities, string_agg(chunk_id, ' ') AS chunks
+      FROM in_chunk) k,
+     (SELECT string_agg(subject_id, ' ') AS subjects, string_agg(object_id, ' ') AS objects
+      FROM rel) r,
+     (SELECT string_agg(a, ' ') AS seeds, string_agg(b, ' ') AS others FROM syn) y
 """
-# One row per seed chunk (its entities), per entity (its chunk count and kept chunks), per
-# relation and per synonym pair: a few hundred rows where one per edge were thousands. A
-# seed's relations: the most confident of each side by an index-only scan (migration 0009),
-# then the most confident of both.
+# One row of space-separated ids (ids are a prefix and a hex digest) and packed int4
+# numbers: the entities, each one's chunk count and how many of its chunks follow, those
+# chunks, the seed chunks' (entity, chunk) pairs, the relations' and the synonym pairs' ends.
+# Each aggregate group reads its rows once, so its columns line up. A row per entity with a
+# text[] each, and a tuple per edge, were a quarter of the query process's CPU on the 100k
+# graph (array output and parsing, Python objects). A seed's relations: the most confident of
+# each side by an index-only scan (migration 0009), then the most confident of both.
 
 
 def neighbourhood(
@@ -217,11 +288,11 @@ def neighbourhood_part(
     conn: Connection, scope: Scope, entity_ids: Sequence[str], chunk_ids: Sequence[str], *,
     per_entity: int = 20, as_of: Any = None, synonyms: int = 0, synonym_min: float = 0.9,
 ) -> Neighbourhood:
-    """:func:`neighbourhood`'s rows as they come (mentions may repeat, no degrees): for
-    parts fetched apart and merged once by :func:`merge_neighbourhoods`."""
+    """:func:`neighbourhood`'s statement as it comes (a mention may repeat, no degrees):
+    for parts fetched apart and merged once by :func:`merge_neighbourhoods`."""
     seeds, chunks = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(chunk_ids))
     if not seeds and not chunks:
-        return Neighbourhood([], [])
+        return Neighbourhood()
     # A short candidate list for the synonym lookups (the only HNSW scans here): the same
     # pairs as the default 40 on MuSiQue, a quarter of the statement's time less. A generic
     # plan (the statement is prepared by psycopg after a few runs on a connection): its
@@ -230,41 +301,77 @@ def neighbourhood_part(
     conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), "
                       "set_config('plan_cache_mode', 'force_generic_plan', true)"),
                  {"ef": str(max(2 * int(synonyms), 10))})
-    rows = conn.execute(text(_NEIGHBOURHOOD), {
+    row = conn.execute(text(_NEIGHBOURHOOD), {
         "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
-        "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).all()
-    mentions: list[tuple[str, str]] = []
-    pairs: dict[str, list[tuple[str, str]]] = {"r": [], "s": []}
-    counts: dict[str, int] = {}
-    for kind, a, b, n in rows:
-        if kind == "k":  # a seed chunk and its entities
-            mentions.extend(zip(b, repeat(a)))
-        elif kind == "e":  # an entity, its chunk count and kept chunks
-            if b:
-                mentions.extend(zip(repeat(a), b))
-            if n:
-                counts[a] = int(n)
-        else:
-            pairs[kind].append((a, b[0]))
-    return Neighbourhood(mentions, pairs["r"], pairs["s"], counts)
+        "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).one()
+    nodes = _split(row.entities)
+    local = {e: i for i, e in enumerate(nodes)}
+
+    def places(ids: list[str]) -> np.ndarray:
+        return np.fromiter(map(local.__getitem__, ids), dtype=np.int64, count=len(ids))
+
+    def pairs(a: str | None, b: str | None) -> np.ndarray:
+        return np.stack([places(_split(a)), places(_split(b))], axis=1)
+
+    kept = _ints(row.kept)
+    ends = np.concatenate([places(_split(row.seed_entities)),
+                           np.repeat(np.arange(len(nodes), dtype=np.int64), kept)])
+    return Neighbourhood(nodes, np.zeros(len(nodes), dtype=bool), _no_pairs(),
+                         pairs(row.subjects, row.objects),
+                         pairs(row.synonym_seeds, row.synonyms), _ints(row.counts),
+                         pending=(ends, _split(row.seed_chunks) + _split(row.chunks)))
+
+
+def _split(ids: str | None) -> list[str]:
+    """Space-separated ids (None: none)."""
+    return ids.split() if ids else []
 
 
 def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
                          ) -> Neighbourhood:
     """One neighbourhood from parts fetched apart (e.g. the seeds' side and the seed
-    chunks' side, concurrently): mentions and synonym pairs deduplicated, at most
-    ``max_edges`` edges of each kind, degrees counted again (an entity's chunks plus its
+    chunks' side, concurrently): nodes numbered once (entities, then the chunks),
+    mentions and synonym pairs deduplicated (the first of each kept, in the parts' order),
+    at most ``max_edges`` edges of each kind, degrees counted (an entity's chunks plus its
     relation and synonym edges)."""
-    mentions = list(dict.fromkeys(chain.from_iterable(p.mentions for p in parts)))
-    relations = list(chain.from_iterable(p.relations for p in parts))  # parallel ones count
-    synonym_pairs = list(dict.fromkeys(chain.from_iterable(p.synonyms for p in parts)))
-    relations, synonym_pairs = relations[:max_edges], synonym_pairs[:max_edges]
-    counts = {e: n for p in parts for e, n in p.chunk_counts.items()}
-    degrees = dict(counts)
-    for pair in relations + synonym_pairs:
-        for e in set(pair):
-            degrees[e] = degrees.get(e, 0) + 1
-    return Neighbourhood(mentions[:max_edges], relations, synonym_pairs, counts, degrees)
+    index: dict[str, int] = {}
+    places = [np.fromiter((index.setdefault(n, len(index)) for n in p.nodes),
+                          dtype=np.int64, count=len(p.nodes)) for p in parts]
+    pending_chunks = [p.pending[1] for p in parts]
+    for c in dict.fromkeys(chain.from_iterable(pending_chunks)):
+        index.setdefault(c, len(index))
+    n = len(index)
+    chunk = np.zeros(n, dtype=bool)
+    counts = np.zeros(n, dtype=np.int64)
+    mentions = []
+    for part, at, ids in zip(parts, places, pending_chunks, strict=True):
+        chunk[at] |= part.chunk
+        counts[at[:len(part.counts)]] = np.maximum(counts[at[:len(part.counts)]], part.counts)
+        mentions.append(at[part.mention])
+        if ids:
+            ends = np.fromiter(map(index.__getitem__, ids), dtype=np.int64, count=len(ids))
+            chunk[ends] = True
+            mentions.append(np.stack([at[part.pending[0]], ends], axis=1))
+
+    def joined(pairs: list[np.ndarray], unique: bool) -> np.ndarray:
+        out = np.concatenate(pairs + [_no_pairs()])
+        if unique and len(out):
+            _, first = np.unique(out[:, 0] * n + out[:, 1], return_index=True)
+            out = out[np.sort(first)]
+        return out[:max_edges]
+
+    mention = joined(mentions, unique=True)
+    relation = joined([at[p.relation] for p, at in zip(parts, places, strict=True)],
+                      unique=False)  # parallel relations count
+    synonym = joined([at[p.synonym] for p, at in zip(parts, places, strict=True)],
+                     unique=True)
+    degree = counts.copy()
+    for pairs in (relation, synonym):
+        degree += np.bincount(pairs[:, 0], minlength=n)
+        other = pairs[pairs[:, 1] != pairs[:, 0], 1]  # a self-loop counts once
+        degree += np.bincount(other, minlength=n)
+    return Neighbourhood(list(index), chunk, mention, relation, synonym, counts, degree,
+                         index)
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any]]:

@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Any
 
+import numpy as np
+
 from graph_flows.query import ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
@@ -164,10 +166,11 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     out.passages = _passages(run, order, out.mass, dense, text_hits)
     out.steps["rows"] = _ms(start)
     out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
-                "seed_passages": len(seed_chunks), "graph_nodes": len(graph.nodes),
-                "graph_edges": {"mentions": len(hood.mentions),
-                                "relations": len(hood.relations),
-                                "synonyms": len(hood.synonyms)},
+                "seed_passages": len(seed_chunks),
+                "graph_nodes": int(np.unique(graph.src).size),
+                "graph_edges": {"mentions": len(hood.mention),
+                                "relations": len(hood.relation),
+                                "synonyms": len(hood.synonym)},
                 "ranked": order, "no_link": not top, "damping": ppr.DAMPING,
                 "passage_weight": ppr.PASSAGE_WEIGHT}
     return out
@@ -180,12 +183,13 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
     scaled = ppr.min_max({h.fact.id: h.similarity for h in out.linked})
     seeds = ppr.combine(
         ppr.entity_seeds([(h.fact.subject_id, h.fact.object_id, scaled[h.fact.id])
-                          for h in top], hood.chunk_counts),
+                          for h in top], {e: hood.count(e) for e in out.seed_entities}),
         ppr.passage_seeds({h.id: h.score for h in dense}),
         ppr.passage_seeds({h.id: h.score for h in text_hits}, FULLTEXT_WEIGHT))
-    graph = ppr.build_graph(hood.mentions + hood.relations + hood.synonyms, nodes=seeds)
-    out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degrees)
-    chunk_ids = {c for _, c in hood.mentions} | {h.id for h in dense + text_hits}
+    graph = ppr.indexed_graph(hood.nodes, np.concatenate(
+        [hood.mention, hood.relation, hood.synonym]), dict(hood.index), extra=seeds)
+    out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degree)
+    chunk_ids = set(hood.chunk_ids()) | {h.id for h in dense + text_hits}
     return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass, PASSAGE_LIMIT)]
 
 

@@ -46,24 +46,41 @@ class Graph:
 def build_graph(edges: Iterable[tuple[str, str]], nodes: Iterable[str] = ()) -> Graph:
     """An undirected graph from ``(a, b)`` pairs (repeats add weight, self-loops dropped);
     ``nodes`` adds nodes that may have no edge (e.g. seeds outside the neighbourhood).
-    Nodes are numbered in order of first appearance; the pairs are counted with numpy."""
+    Nodes are numbered in order of first appearance."""
     flat = list(chain.from_iterable(edges))
     index = {n: i for i, n in enumerate(dict.fromkeys(chain(nodes, flat)))}
     ends = np.fromiter(map(index.__getitem__, flat), dtype=np.int64,
                        count=len(flat)).reshape(-1, 2)
-    ends = ends[ends[:, 0] != ends[:, 1]]
-    n = max(len(index), 1)
-    keys, counts = np.unique(np.minimum(ends[:, 0], ends[:, 1]) * n
-                             + np.maximum(ends[:, 0], ends[:, 1]), return_counts=True)
+    return indexed_graph(list(index), ends, index)
+
+
+def indexed_graph(nodes: list[str], pairs: np.ndarray, index: dict[str, int] | None = None,
+                  extra: Iterable[str] = ()) -> Graph:
+    """An undirected graph from index pairs into ``nodes`` (an ``(n, 2)`` integer array;
+    repeats add weight, self-loops dropped), the pairs counted with numpy. ``extra``: ids
+    appended as nodes when not among ``nodes`` (seeds outside the neighbourhood); ``index``:
+    ``nodes``' positions when already known (it is extended, not copied)."""
+    index = {n: i for i, n in enumerate(nodes)} if index is None else index
+    nodes = list(nodes)
+    for node in extra:
+        if node not in index:
+            index[node] = len(nodes)
+            nodes.append(node)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    n = max(len(nodes), 1)
+    keys, counts = np.unique(np.minimum(pairs[:, 0], pairs[:, 1]) * n
+                             + np.maximum(pairs[:, 0], pairs[:, 1]), return_counts=True)
     lo, hi, w = keys // n, keys % n, counts.astype(np.float64)
-    return Graph(list(index), np.concatenate([lo, hi]), np.concatenate([hi, lo]),
+    return Graph(nodes, np.concatenate([lo, hi]), np.concatenate([hi, lo]),
                  np.concatenate([w, w]), index)
 
 
 def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
                           damping: float = DAMPING, iterations: int = ITERATIONS,
                           tolerance: float = TOLERANCE,
-                          degrees: Mapping[str, float] | None = None) -> dict[str, float]:
+                          degrees: Mapping[str, float] | np.ndarray | None = None,
+                          ) -> dict[str, float]:
     """PageRank mass of every node for restarts drawn from ``seeds`` (weights, normalised;
     unknown ids and non-positive weights ignored). ``damping`` is the chance to follow an
     edge rather than restart. No usable seed: an empty result.
@@ -72,7 +89,8 @@ def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
     of it. A node then passes each kept edge ``weight / degree`` of its mass (not ``weight /
     kept weight``), and the share of the edges left outside leaks: a hub whose edges were
     cut to a few keeps giving each of them what the whole graph would, instead of
-    inflating them (the local approximation of PageRank; the masses then sum to under one)."""
+    inflating them (the local approximation of PageRank; the masses then sum to under one).
+    An array gives the degrees of the first nodes by position (the rest have none)."""
     n = len(graph.nodes)
     index = graph.index
     reset = np.zeros(n)
@@ -83,7 +101,11 @@ def personalized_pagerank(graph: Graph, seeds: Mapping[str, float], *,
         return {}
     reset /= reset.sum()
     out_weight = np.bincount(graph.src, weights=graph.weight, minlength=n)
-    if degrees:
+    if isinstance(degrees, np.ndarray):
+        full = np.zeros(n)
+        full[:min(n, len(degrees))] = degrees[:n]
+        out_weight = np.maximum(out_weight, full)
+    elif degrees:
         full = np.fromiter(map(degrees.get, graph.nodes, repeat(0.0)), dtype=np.float64,
                            count=n)
         out_weight = np.maximum(out_weight, full)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from graph_flows.query import ppr
@@ -100,3 +101,28 @@ def test_build_graph_counts_pairs_either_way_and_drops_self_loops() -> None:
     edges = {(graph.nodes[s], graph.nodes[d]): w
              for s, d, w in zip(graph.src, graph.dst, graph.weight, strict=True)}
     assert edges == {("A", "P1"): 2.0, ("P1", "A"): 2.0, ("B", "P1"): 1.0, ("P1", "B"): 1.0}
+
+
+def test_indexed_graph_is_the_graph_of_the_same_pairs() -> None:
+    """The neighbourhood's index pairs give the graph (and PageRank) of the named pairs."""
+    names = ["A", "P1", "B", "P2"]
+    pairs = np.array([[0, 1], [1, 0], [2, 1], [2, 2], [2, 3]])
+    indexed = ppr.indexed_graph(names, pairs, extra=["S", "A"])
+    named = ppr.build_graph([(names[a], names[b]) for a, b in pairs.tolist()], nodes=["S"])
+    assert indexed.nodes == names + ["S"] and indexed.index["S"] == 4
+    assert _same_edges(indexed, named)  # weights 2, 1, 1; the self-loop dropped
+    seeds = {"A": 1.0, "S": 0.5}
+    degrees = np.array([3.0, 0.0, 4.0, 0.0])  # the first nodes' whole-graph degrees
+    by_name = {"A": 3.0, "B": 4.0}
+    got = ppr.personalized_pagerank(indexed, seeds, degrees=degrees)
+    want = ppr.personalized_pagerank(named, seeds, degrees=by_name)
+    assert got.keys() == want.keys()
+    assert all(abs(got[k] - want[k]) < 1e-12 for k in got)
+
+
+def _same_edges(a: ppr.Graph, b: ppr.Graph) -> bool:
+    """The same weighted edges between the same names."""
+    def named(g: ppr.Graph) -> list[tuple[str, str, float]]:
+        return sorted((g.nodes[s], g.nodes[d], w) for s, d, w in
+                      zip(g.src.tolist(), g.dst.tolist(), g.weight.tolist(), strict=True))
+    return named(a) == named(b)

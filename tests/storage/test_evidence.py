@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from graph_flows.shared.embeddings import MiniLMEmbeddings
-from storage import DocumentIn, KnowledgeStore, evidence, fulltext, ids
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, evidence, fulltext, ids
 from tests.evidence_corpus import DOCS, P1, P2, QUESTION, write_corpus
 
 _EMBEDDER = MiniLMEmbeddings()
@@ -94,9 +94,31 @@ def test_neighbourhood_is_bounded_and_follows_entities(store: KnowledgeStore,
     assert hood.chunk_counts[kael] == 2 and capped.chunk_counts[kael] == 2  # all, not kept
     assert hood.degrees[kael] == 2 + 2  # two passages, two relations kept
     assert capped.degrees[kael] == 2 + 1  # the cut mention still counts; one relation kept
-    assert empty == evidence.Neighbourhood([], [])
+    assert empty.nodes == [] and empty.mentions == [] and empty.degrees == {}
     assert [r["uri"] for r in rows] == [P2, P1]
     assert rows[0]["text"].startswith("Kael grew up") and rows[0]["source"] == "evidence"
+
+
+def test_neighbourhood_lines_up_entities_with_their_own_chunks(
+        store: KnowledgeStore, corpus: dict[str, str]) -> None:
+    """The statement sends each entity's chunks as one run of ids after its count; an
+    entity in no chunk (reached by a relation) must not shift the others' chunks."""
+    kael = ids.entity_id("Orsina Kael", "person", "default")
+    vec = _EMBEDDER.embed_documents(["Loose End"])[0]
+    store.write_graph([EntityIn("Loose End", "concept", "default", "", 0.9, vec, ())],
+                      [RelationIn(kael, "knows", ids.entity_id("Loose End", "concept",
+                                                               "default"),
+                                  "Kael knows Loose End.", "default", 0.99, vec)])
+    loose = ids.entity_id("Loose End", "concept", "default")
+    with store.connect() as conn:
+        hood = evidence.neighbourhood(conn, ["default"], [kael], [corpus[P2]])
+        stored = {(r.entity_id, r.chunk_id) for r in conn.execute(text(
+            "SELECT entity_id, chunk_id FROM entity_provenance"))}
+    assert (kael, loose) in hood.relations and loose not in hood.chunk_counts
+    assert hood.mentions and set(hood.mentions) <= stored  # each chunk with its own entity
+    assert {e for e, _ in hood.mentions} == {e for e, _ in stored
+                                               if e in hood.index and e != loose}
+    assert hood.degrees[loose] == 1 and hood.count(kael) == 2
 
 
 def test_neighbourhood_skips_invalid_facts(store: KnowledgeStore,
