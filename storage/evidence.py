@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from storage.bulk import vector_literal
 from storage.fulltext import BM25_B, BM25_K1
 from storage.search import _VALID, Scope, _scopes
+from storage.statements import text
 
 # Chunks matched by the full-text candidates before BM25 ranks them (bounds common words).
 FULLTEXT_POOL = 2000
@@ -338,8 +339,10 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
     places = [np.fromiter((index.setdefault(n, len(index)) for n in p.nodes),
                           dtype=np.int64, count=len(p.nodes)) for p in parts]
     pending_chunks = [p.pending[1] for p in parts]
-    for c in dict.fromkeys(chain.from_iterable(pending_chunks)):
-        index.setdefault(c, len(index))
+    fresh = dict.fromkeys(chain.from_iterable(pending_chunks))
+    if fresh.keys() & index.keys():  # only when merging merged parts again
+        fresh = {c: None for c in fresh if c not in index}
+    index.update(zip(fresh, count(len(index))))
     n = len(index)
     chunk = np.zeros(n, dtype=bool)
     counts = np.zeros(n, dtype=np.int64)

@@ -24,8 +24,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
+
+from storage.statements import text
 
 log = logging.getLogger(__name__)
 

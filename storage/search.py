@@ -19,11 +19,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from storage.bulk import vector_literal
 from storage.ids import normalize_name
 from storage.models import Entity, Fact
+from storage.statements import text
 from storage.text_match import contains_pattern
 
 _E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
