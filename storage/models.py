@@ -100,6 +100,12 @@ class Fact:
     """The predicate as stated (None when only the type is known)."""
 
 
+def as_row(record: Entity | Fact) -> dict[str, Any]:
+    """A stored record's fields as a new dict: ``dataclasses.asdict`` without its deep copy
+    (every field is immutable), which the query path calls for each candidate."""
+    return {name: getattr(record, name) for name in record.__slots__}
+
+
 @dataclass(frozen=True, slots=True)
 class ChunkWork:
     """A chunk claimed for extraction."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -40,6 +40,7 @@ from graph_flows.query import ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
 from storage import evidence, fulltext, scopes, search
+from storage.models import as_row
 
 FACT_SEEDS = 5  # linked facts whose ends seed PageRank
 LINKED_FACTS = 20  # facts fetched by question embedding (the rest may still join the facts)
@@ -262,7 +263,7 @@ def _entities(entities: list[dict], ranked: Ranked, limit: int) -> list[dict[str
         ent = ranked.entity_rows.get(i)
         if i in known or ent is None:
             continue
-        rows.append({**asdict(ent), "methods": ["fact_link"], "score": 0, "similarity": 0.0,
+        rows.append({**as_row(ent), "methods": ["fact_link"], "score": 0, "similarity": 0.0,
                      "name_match": False, "summary_match": False,
                      "agreement": scoring.agreement(["fact_link"])})
     for r in rows:
@@ -287,7 +288,7 @@ def _facts(facts: list[dict], ranked: Ranked, entities: list[dict], limit: int,
                 or h.fact.object_id not in names:
             continue
         rows[h.fact.id] = {
-            **asdict(h.fact), "methods": ["vector"], "text_match": False,
+            **as_row(h.fact), "methods": ["vector"], "text_match": False,
             "similarity": h.similarity, "hop": None, "score": 0,
             "agreement": scoring.agreement(["vector"]),
             "sources": ranked.sources.get(h.fact.id, []),

@@ -8,13 +8,14 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
 from storage import search
+from storage.models import as_row
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ def _embed(m: _Metrics, embed_query: Callable[[], list[float]]) -> list[float] |
 
 
 def _entity_row(hit: search.EntityHit) -> dict[str, Any]:
-    return {**asdict(hit.entity), "methods": set(), "name_match": False,
+    return {**as_row(hit.entity), "methods": set(), "name_match": False,
             "summary_match": False, "similarity": 0.0}
 
 
@@ -180,7 +181,7 @@ def _merge_entities(got: dict[str, list], like_n: int, trgm_n: int) -> dict[str,
 
 
 def _fact_row(hit: search.FactHit) -> dict[str, Any]:
-    return {**asdict(hit.fact), "methods": set(), "text_match": False, "similarity": 0.0,
+    return {**as_row(hit.fact), "methods": set(), "text_match": False, "similarity": 0.0,
             "hop": None}
 
 
@@ -238,7 +239,7 @@ def _finish(engine: Any, m: _Metrics, scope: str, entities: dict, facts: dict,
     for row in ent_rows + fact_rows:
         row["methods"] = sorted(row["methods"])
         row["agreement"] = scoring.agreement(row["methods"])
-    ent_rows += [{**asdict(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
+    ent_rows += [{**as_row(e), "methods": ["endpoint"], "score": 0, "similarity": 0.0,
                   "name_match": False, "summary_match": False,
                   "agreement": scoring.agreement(["endpoint"])} for e in known.values()]
     return Retrieved(ent_rows, fact_rows, {"results": m.results, "ms": m.ms,
