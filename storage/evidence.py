@@ -336,13 +336,14 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
     at most ``max_edges`` edges of each kind, degrees counted (an entity's chunks plus its
     relation and synonym edges)."""
     index: dict[str, int] = {}
-    places = [np.fromiter((index.setdefault(n, len(index)) for n in p.nodes),
-                          dtype=np.int64, count=len(p.nodes)) for p in parts]
     pending_chunks = [p.pending[1] for p in parts]
-    fresh = dict.fromkeys(chain.from_iterable(pending_chunks))
-    if fresh.keys() & index.keys():  # only when merging merged parts again
-        fresh = {c: None for c in fresh if c not in index}
-    index.update(zip(fresh, count(len(index))))
+    for ids in ([p.nodes for p in parts], pending_chunks):  # numbered in C, not a loop
+        fresh = dict.fromkeys(chain.from_iterable(ids))
+        if fresh.keys() & index.keys():  # only when merging merged parts again
+            fresh = {c: None for c in fresh if c not in index}
+        index.update(zip(fresh, count(len(index))))
+    places = [np.fromiter(map(index.__getitem__, p.nodes), dtype=np.int64,
+                          count=len(p.nodes)) for p in parts]
     n = len(index)
     chunk = np.zeros(n, dtype=bool)
     counts = np.zeros(n, dtype=np.int64)
