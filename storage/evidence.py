@@ -59,7 +59,6 @@ class Neighbourhood:
     reports, not the ranking path."""
 
     nodes: list[str] = field(default_factory=list)
-    chunk: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     mention: np.ndarray = field(default_factory=lambda: _no_pairs())
     relation: np.ndarray = field(default_factory=lambda: _no_pairs())
     synonym: np.ndarray = field(default_factory=lambda: _no_pairs())
@@ -95,11 +94,10 @@ class Neighbourhood:
 
     @property
     def degrees(self) -> dict[str, int]:
-        """Entity id -> its degree (nodes of degree 0 and chunks are left out)."""
+        """Entity id -> its degree (entities of degree 0 are left out; chunks have none)."""
         if self.degree is None:
             return {}
-        return {self.nodes[i]: int(self.degree[i]) for i in np.flatnonzero(self.degree)
-                if not self.chunk[i]}
+        return {self.nodes[i]: int(self.degree[i]) for i in np.flatnonzero(self.degree)}
 
     def chunk_ids(self) -> list[str]:
         """The chunks at the end of a kept mention."""
@@ -317,8 +315,7 @@ def neighbourhood_part(
     kept = _ints(row.kept)
     ends = np.concatenate([places(_split(row.seed_entities)),
                            np.repeat(np.arange(len(nodes), dtype=np.int64), kept)])
-    return Neighbourhood(nodes, np.zeros(len(nodes), dtype=bool), _no_pairs(),
-                         pairs(row.subjects, row.objects),
+    return Neighbourhood(nodes, _no_pairs(), pairs(row.subjects, row.objects),
                          pairs(row.synonym_seeds, row.synonyms), _ints(row.counts),
                          pending=(ends, _split(row.seed_chunks) + _split(row.chunks)))
 
@@ -345,16 +342,13 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
     places = [np.fromiter(map(index.__getitem__, p.nodes), dtype=np.int64,
                           count=len(p.nodes)) for p in parts]
     n = len(index)
-    chunk = np.zeros(n, dtype=bool)
     counts = np.zeros(n, dtype=np.int64)
     mentions = []
     for part, at, ids in zip(parts, places, pending_chunks, strict=True):
-        chunk[at] |= part.chunk
-        counts[at[:len(part.counts)]] = np.maximum(counts[at[:len(part.counts)]], part.counts)
+        counts[at] = np.maximum(counts[at], part.counts)
         mentions.append(at[part.mention])
         if ids:
             ends = np.fromiter(map(index.__getitem__, ids), dtype=np.int64, count=len(ids))
-            chunk[ends] = True
             mentions.append(np.stack([at[part.pending[0]], ends], axis=1))
 
     def joined(pairs: list[np.ndarray], unique: bool) -> np.ndarray:
@@ -374,8 +368,7 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
         degree += np.bincount(pairs[:, 0], minlength=n)
         other = pairs[pairs[:, 1] != pairs[:, 0], 1]  # a self-loop counts once
         degree += np.bincount(other, minlength=n)
-    return Neighbourhood(list(index), chunk, mention, relation, synonym, counts, degree,
-                         index)
+    return Neighbourhood(list(index), mention, relation, synonym, counts, degree, index)
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any]]:
