@@ -44,7 +44,6 @@ import logging
 import os
 import platform
 import re
-import resource
 import statistics
 import sys
 import time
@@ -54,6 +53,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from bench.memory import rss_mb
 
 MODES = ("local", "global", "hybrid")
 
@@ -70,15 +71,6 @@ def pct(values: Sequence[float]) -> dict[str, float]:
     return {"n": len(s), "p50": round(rank(50), 2), "p95": round(rank(95), 2),
             "p99": round(rank(99), 2), "mean": round(statistics.fmean(s), 2),
             "max": round(s[-1], 2)}
-
-
-def rss_mb() -> dict[str, float]:
-    out = {"maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    with contextlib.suppress(Exception):
-        import psutil
-
-        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
-    return out
 
 
 def unit_hash_vector(text: str, dim: int) -> np.ndarray:

@@ -37,7 +37,6 @@ import json
 import multiprocessing
 import os
 import platform
-import resource
 import signal
 import statistics
 import subprocess
@@ -55,6 +54,7 @@ import numpy as np
 from sqlalchemy import text
 
 from bench import synthetic
+from bench.memory import rss_mb
 from bench.synthetic import BenchQuery
 from graph_flows.query import analyze, nodes, retrieval, scoring
 from graph_flows.shared.heap import freeze_loaded
@@ -84,15 +84,6 @@ def pct(values: Sequence[float]) -> dict[str, float]:
     return {"n": len(s), "p50": round(rank(50), 2), "p95": round(rank(95), 2),
             "p99": round(rank(99), 2), "mean": round(statistics.fmean(s), 2),
             "max": round(s[-1], 2)}
-
-
-def rss_mb() -> dict[str, float]:
-    out = {"maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
-    with contextlib.suppress(Exception):
-        import psutil
-
-        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
-    return out
 
 
 def analysis_terms(query: str) -> tuple[list[str], list[str]]:

@@ -9,12 +9,14 @@ and the report carries the expected keys with the ``ppr`` recipe actually run.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import pickle
+from concurrent.futures import ProcessPoolExecutor
 
 from sqlalchemy import text
 
+from bench import memory, synthetic
 from bench import retrieval_latency as rl
-from bench import synthetic
 from storage import evidence
 
 
@@ -139,3 +141,16 @@ def test_query_process_measures_itself(store, db_url: str) -> None:
     assert rep["query_process"]["spawned"] and rep["rss_after_queries"]["maxrss_mb"] > 0
     assert rep["ours"]["recipe"]["ran"] == {"ppr": 6}
     assert "literal" not in rep
+
+
+def _child_peak() -> float:
+    return memory.peak_rss_mb()
+
+
+def test_a_spawned_process_reports_its_own_peak_not_its_parents() -> None:
+    held = bytearray(400 * 2**20)  # pages written, so resident in this process
+    held[::4096] = b"\x01" * len(held[::4096])
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        child = pool.submit(_child_peak).result()
+    assert memory.peak_rss_mb() >= 400
+    assert child < 200, child  # getrusage's ru_maxrss said >= 400 here (inherited)
