@@ -229,10 +229,20 @@ rel AS (
 in_chunk AS (SELECT p.entity_id, p.chunk_id FROM entity_provenance p
              WHERE p.chunk_id = ANY(:chunks)),
 syn AS (SELECT seed.id AS a, x.id AS b FROM seed JOIN entities e ON e.id = seed.id,
+         LATERAL (SELECT y.synonym_id AS id FROM entity_synonyms y
+                  JOIN entities s ON s.id = y.synonym_id
+                  WHERE y.entity_id = e.id AND s.scope = ANY(:s)
+                    AND y.similarity >= :syn_min
+                  ORDER BY y.similarity DESC, y.synonym_id LIMIT :syn_k) x
+         WHERE EXISTS (SELECT 1 FROM entity_synonyms_computed c WHERE c.entity_id = e.id)
+         UNION ALL
+         SELECT seed.id, x.id FROM seed JOIN entities e ON e.id = seed.id,
          LATERAL (SELECT s.id, s.embedding <=> e.embedding AS d FROM entities s
                   WHERE s.scope = ANY(:s) AND s.id <> e.id AND s.embedding IS NOT NULL
                   ORDER BY s.embedding <=> e.embedding LIMIT :syn_k) x
-         WHERE e.embedding IS NOT NULL AND x.d <= 1 - :syn_min),
+         WHERE e.embedding IS NOT NULL AND x.d <= 1 - :syn_min
+           AND NOT EXISTS (SELECT 1 FROM entity_synonyms_computed c
+                           WHERE c.entity_id = e.id)),
 node AS (SELECT id FROM seed UNION SELECT subject_id FROM rel UNION SELECT object_id FROM rel
          UNION SELECT entity_id FROM in_chunk UNION SELECT b FROM syn),
 hood AS (
@@ -276,8 +286,11 @@ def neighbourhood(
     the ones kept. At most ``max_edges`` edges of each kind.
 
     ``synonyms``: each seed entity also gets up to that many synonym edges, to the entities
-    of ``scope`` whose name vectors are nearest to its own (HNSW) at cosine ``synonym_min``
-    or more; those entities join the neighbourhood with their passages."""
+    of ``scope`` whose name vectors are nearest to its own at cosine ``synonym_min`` or
+    more; those entities join the neighbourhood with their passages. They are the stored
+    pairs (storage.synonyms: at most ``PER_ENTITY`` per entity, at ``MIN_SIMILARITY`` or
+    more, so ``synonyms`` and ``synonym_min`` within those), or for a seed whose pairs are
+    not computed yet an HNSW search of its own."""
     part = neighbourhood_part(conn, scope, entity_ids, chunk_ids, per_entity=per_entity,
                               as_of=as_of, synonyms=synonyms, synonym_min=synonym_min)
     return merge_neighbourhoods([part], max_edges)
@@ -292,8 +305,8 @@ def neighbourhood_part(
     seeds, chunks = list(dict.fromkeys(entity_ids)), list(dict.fromkeys(chunk_ids))
     if not seeds and not chunks:
         return Neighbourhood()
-    # A short candidate list for the synonym lookups (the only HNSW scans here): the same
-    # pairs as the default 40 on MuSiQue, a quarter of the statement's time less. A generic
+    # A short candidate list for the synonym lookups of seeds without stored synonyms (the
+    # only HNSW scans here): the same pairs as the default 40 on MuSiQue. A generic
     # plan (the statement is prepared by psycopg after a few runs on a connection): its
     # shape does not depend on the ids, and planning it each time cost 0.5-1.2 ms of its
     # 4-6 ms (MuSiQue, 200 statements, same rows).

@@ -54,6 +54,19 @@ def set_parent(conn: Connection, scope: str, parent: str | None) -> list[str]:
     return chain
 
 
+def subtree(conn: Connection, scope: str) -> list[str]:
+    """``scope`` and every scope descending from it (declared parents), ``scope`` first."""
+    rows = conn.execute(text("""
+        WITH RECURSIVE down(name, depth) AS (
+            SELECT CAST(:scope AS text), 0
+            UNION
+            SELECT s.name, d.depth + 1 FROM scopes s JOIN down d ON s.parent = d.name
+            WHERE d.depth < :max_depth)
+        SELECT name FROM down ORDER BY depth, name"""),
+        {"scope": scope, "max_depth": MAX_DEPTH}).scalars()
+    return list(dict.fromkeys(rows))
+
+
 def list_scopes(conn: Connection) -> list[tuple[str, str | None]]:
     """Every declared scope and every scope holding documents, with its parent."""
     return [tuple(r) for r in conn.execute(text("""

@@ -18,7 +18,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from storage import KnowledgeStore, vectors
+from storage import KnowledgeStore, synonyms, vectors
 
 
 def entity_text(name: str) -> str:
@@ -59,7 +59,8 @@ def reembed_all(
     store: KnowledgeStore, embeddings: Embeddings, *, batch_size: int = 64,
     on_progress: Callable[[int, int], Any] | None = None,
 ) -> dict[str, int]:
-    """Re-embed every entity and relation of the store; returns rows embedded per table.
+    """Re-embed every entity and relation of the store, then compute every entity's synonym
+    edges again; returns rows embedded per table (and ``synonyms``: entities computed).
 
     The HNSW indexes are dropped during the load and rebuilt at the end (much faster than
     maintaining them row by row). Each page of vectors is written in its own transaction.
@@ -87,4 +88,7 @@ def reembed_all(
                     on_progress(sum(done.values()), total)
     finally:
         store.create_vector_indexes()
+    with store.transaction() as conn:  # the synonym edges follow the new name vectors
+        synonyms.reset(conn)
+        done["synonyms"] = synonyms.fill(conn)
     return done

@@ -25,7 +25,7 @@ from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
 from graph_flows.shared.dates import parse_date
-from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
+from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids, synonyms
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
 from storage.evidence import fill_chunk_embeddings
 from storage.resolution import prefer_longer_summaries
@@ -164,7 +164,8 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
-    chunks completed; fail the chunks whose extraction failed; embed the batch's chunks.
+    chunks completed; compute the new entities' synonym edges; fail the chunks whose
+    extraction failed; embed the batch's chunks.
 
     The vectors stay local to this step (the checkpointed state carries ids and texts only).
     """
@@ -181,6 +182,10 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
                           [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
                           completed=outcomes)
+    # Synonym edges of the batch's new entities, once committed: of two workers writing
+    # near names at once, the later one's computation finds the other's entities.
+    with res.store.transaction() as conn:
+        synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
     failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     # The batch's passages as retrievable evidence: only chunks still lacking a vector, so a
     # rerun does nothing and `krag reembed` repairs a run that died right here.

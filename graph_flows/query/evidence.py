@@ -14,7 +14,8 @@ run on their own thread beside this module's steps:
 3. the bounded neighbourhood of the seeds comes from Postgres in one statement
    (storage.evidence.neighbourhood) with each entity's degree in the whole graph and the
    seeds' synonym edges (entities whose name vectors are nearly the same, HippoRAG's
-   synonymy edges: resolution leaves "Kael" and "Orsina Kael" apart), and
+   synonymy edges: resolution leaves "Kael" and "Orsina Kael" apart; stored at ingest by
+   storage.synonyms, looked up for a seed whose are not computed yet), and
    personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
    left outside leak (so a cut never inflates the edges kept);
 4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their
@@ -49,7 +50,8 @@ FULLTEXT_CHUNKS = 30  # passages fetched by BM25 (seeds)
 FULLTEXT_WEIGHT = 0.5 * ppr.PASSAGE_WEIGHT
 PER_ENTITY = 20  # passages (and relations of a seed) per entity in the neighbourhood
 SYNONYMS = 5  # synonym edges per seed entity (nearest name vectors) ...
-SYNONYM_MIN = 0.9  # ... at this cosine or more (the most precise on Re-DocRED's aliases)
+SYNONYM_MIN = 0.9  # ... at this cosine or more (the most precise on Re-DocRED's aliases);
+# both within the stored bounds (storage.synonyms.PER_ENTITY, MIN_SIMILARITY)
 MAX_EDGES = 5000  # neighbourhood edges of each kind (a safety bound)
 PASSAGE_LIMIT = 10  # passages returned
 EF_SEARCH = 100

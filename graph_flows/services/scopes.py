@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import logging
 
-from storage import KnowledgeStore
+from storage import KnowledgeStore, synonyms
 from storage import scopes as scope_store
 
 log = logging.getLogger(__name__)
 
 
 def set_parent(store: KnowledgeStore, name: str, parent: str | None) -> list[str]:
-    """Declare ``name`` (a root, or a child of ``parent``); its chain, nearest first.
+    """Declare ``name`` (a root, or a child of ``parent``); its chain, nearest first. The
+    synonym edges of the entities of ``name`` and its descendants are computed again.
     A bad name or a cycle raises :class:`storage.errors.InvalidInputError`."""
     with store.transaction() as conn:
-        return scope_store.set_parent(conn, name, parent)
+        chain = scope_store.set_parent(conn, name, parent)
+        # the scope and its descendants see other ancestors now: their synonym edges again
+        moved = scope_store.subtree(conn, name)
+        synonyms.reset(conn, moved)
+        synonyms.fill(conn, scope_names=moved)
+    return chain
 
 
 def list_scopes(store: KnowledgeStore) -> list[tuple[str, str | None]]:

@@ -32,7 +32,7 @@ from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from prompts import load_prompt
-from storage import KnowledgeStore, ids
+from storage import KnowledgeStore, ids, synonyms
 from tests.indexing_fakes import CATALOGUE, catalogue_reply
 
 SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
@@ -303,6 +303,8 @@ def test_no_llm_mode_ingests_the_sample_corpus(store: KnowledgeStore) -> None:
     assert counts["entities"] > 100 and counts["relations"] > 20
     names = {r.name for r in rows(store, "SELECT name FROM entities")}
     assert {"PostgreSQL", "Michael Stonebraker", "Lucene"} <= names
+    with store.connect() as conn:  # each batch's new entities got their synonym edges
+        assert synonyms.pending(conn) == 0
 
 
 def test_sync_only_run_leaves_pending_work_for_workers(store: KnowledgeStore) -> None:

@@ -199,3 +199,13 @@ def test_whole_ranking_is_kept_beside_the_budgeted_passages(corpus_resources) ->
         docs = ranked_documents(conn, out)
     assert len(docs) == len(ranked) and set(docs[:2]) == {P1, P2}
     assert graph_passages(out, {}, docs)[:len(set(docs))] == list(dict.fromkeys(docs))
+
+
+def test_the_recipe_asks_for_synonyms_within_the_stored_bounds() -> None:
+    """Stored synonym edges serve the recipe only as far as they were stored: no more per
+    entity, at no lower cosine (else a seed would get fewer than a lookup gives)."""
+    from graph_flows.query import evidence
+    from storage import synonyms
+
+    assert evidence.SYNONYMS <= synonyms.PER_ENTITY
+    assert evidence.SYNONYM_MIN >= synonyms.MIN_SIMILARITY

@@ -8,8 +8,18 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import text
 
+from graph_flows.services import scopes as scope_service
 from graph_flows.shared.embeddings import MiniLMEmbeddings
-from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, evidence, fulltext, ids
+from storage import (
+    DocumentIn,
+    EntityIn,
+    KnowledgeStore,
+    RelationIn,
+    evidence,
+    fulltext,
+    ids,
+    synonyms,
+)
 from tests.evidence_corpus import DOCS, P1, P2, QUESTION, write_corpus
 
 _EMBEDDER = MiniLMEmbeddings()
@@ -220,15 +230,38 @@ def test_neighbourhood_synonym_edges_join_nearly_identical_names(
                                 (corpus[P2],)),
                        EntityIn("Kael Orsina", "person", "other", "", 0.9, same, ())], [])
     alias = ids.entity_id("O. Kael", "person", "default")
+    other = ids.entity_id("Kael Orsina", "person", "other")
+    for stored in (False, True):  # looked up by the query, then the stored pairs
+        if stored:
+            with store.transaction() as conn:
+                assert synonyms.pending(conn) > 0
+                synonyms.fill(conn)
+                assert synonyms.pending(conn) == 0
+        with store.connect() as conn:
+            plain = evidence.neighbourhood(conn, ["default"], [kael], [])
+            joined = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3)
+            strict = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3,
+                                            synonym_min=0.99)
+        assert plain.synonyms == [] and strict.synonyms == []
+        assert joined.synonyms == [(kael, alias)]  # the other scope's copy is not reached
+        assert (alias, corpus[P2]) in joined.mentions
+        assert joined.degrees[kael] == plain.degrees[kael] + 1
+    # "other" becomes a child of "default": its copy (the same vector) now sees Kael, and
+    # the pair found from the child's side serves queries in the child's chain only
+    scope_service.set_parent(store, "other", "default")
     with store.connect() as conn:
-        plain = evidence.neighbourhood(conn, ["default"], [kael], [])
-        joined = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3)
-        strict = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3,
-                                        synonym_min=0.99)
-    assert plain.synonyms == [] and strict.synonyms == []
-    assert joined.synonyms == [(kael, alias)]  # the other scope's copy is not reached
-    assert (alias, corpus[P2]) in joined.mentions
-    assert joined.degrees[kael] == plain.degrees[kael] + 1
+        assert synonyms.pending(conn) == 0
+        child = evidence.neighbourhood(conn, ["other", "default"], [kael], [], synonyms=3)
+        parent = evidence.neighbourhood(conn, ["default"], [kael], [], synonyms=3)
+    assert sorted(child.synonyms) == sorted([(kael, alias), (kael, other)])
+    assert parent.synonyms == [(kael, alias)]
+    with store.transaction() as conn:  # gone with the entity (cascade)
+        conn.execute(text("DELETE FROM entities WHERE id = :i"), {"i": other})
+    with store.connect() as conn:
+        child = evidence.neighbourhood(conn, ["other", "default"], [kael], [], synonyms=3)
+        left = conn.execute(text("SELECT count(*) FROM entity_synonyms WHERE :i IN "
+                                 "(entity_id, synonym_id)"), {"i": other}).scalar()
+    assert child.synonyms == [(kael, alias)] and left == 0
 
 
 def test_neighbourhood_halves_merge_into_the_whole(store: KnowledgeStore,

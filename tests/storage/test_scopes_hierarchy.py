@@ -6,7 +6,7 @@ import pytest
 
 from graph_flows.query.retrieval import SearchConfig, retrieve
 from storage import InvalidInputError
-from storage.scopes import list_scopes, scope_chain, set_parent
+from storage.scopes import list_scopes, scope_chain, set_parent, subtree
 from tests.query_fixtures import _EMBEDDER, seed_graph
 
 
@@ -28,6 +28,9 @@ def test_chain_and_cycles(store) -> None:
             set_parent(c, "bad scope!", None)
     with store.connect() as c:
         assert ("team-a", "realm") in list_scopes(c)
+        assert subtree(c, "realm") == ["realm", "team-a", "team-b"]
+        assert subtree(c, "platform") == ["platform", "realm", "team-a", "team-b"]
+        assert subtree(c, "team-a") == ["team-a"] and subtree(c, "unknown") == ["unknown"]
 
 
 def test_query_sees_own_and_ancestors_only(store) -> None:

@@ -241,6 +241,11 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
     # the ingest left fresh BM25 statistics: the first query does not rebuild them
     assert query(db_url, "SELECT sum(chunks) FROM chunk_scope_stats")[0][0] \
         == query(db_url, "SELECT count(*) FROM chunks")[0][0] > 0
+    # and every entity's synonym edges, computed batch by batch
+    pending = ("SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM "
+               "entity_synonyms_computed c WHERE c.entity_id = e.id)")
+    assert query(db_url, pending)[0][0] == 0
+    (computed,) = query(db_url, "SELECT max(computed_at) FROM entity_synonyms_computed")[0]
 
     with LLMServer(dim=16) as emb_server:
         for key, value in {"KRAG_DATABASE_URL": db_url, "KRAG_EMBEDDING_DIM": "16",
@@ -251,6 +256,11 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
         code, out, err = cli(capsys, "reembed", "--batch-size", "50")
         assert code == 0, err
         assert "Re-embedded" in out and "to openai:test-embed (16-d)" in out
+        assert f"synonym edges of {row['entities']} entities" in out
+    # computed again from the new vectors
+    assert query(db_url, pending)[0][0] == 0
+    assert query(db_url, "SELECT min(computed_at) FROM entity_synonyms_computed")[0][0] \
+        > computed
     assert query(db_url, "SELECT count(*) FROM entities WHERE vector_dims(embedding) = 16")[0][0] \
         == row["entities"]
     assert query(db_url, "SELECT count(*) FROM relations WHERE embedding IS NULL")[0][0] == 0
