@@ -12,8 +12,9 @@ recipe's (5 per seed at .9), so those can be changed without computing them agai
 
 ``entity_synonyms_computed`` lists the entities whose are computed; an entity not listed is
 looked up by the query itself, as before this table (a store upgraded to it, a batch being
-written). Nothing here writes the entity rows (a new version of each, and of its index
-entries, right after the ingest wrote it).
+written). Nothing here writes the entity rows (that would be a new version of each, and of
+its index entries, right after the ingest wrote it).
+
 They are computed after each ingest batch is written (:func:`fill`; a batch's entities only
 once committed, so of two workers writing near names at once the later one finds the other's),
 again for a scope moved under another parent and for all by ``krag reembed`` (:func:`reset`
