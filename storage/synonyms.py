@@ -65,7 +65,11 @@ def fill(conn: Connection, *, entity_ids: Sequence[str] | None = None,
          scope_names: Sequence[str] | None = None) -> int:
     """Compute the synonyms of the entities that have a vector and none computed yet (only
     ``entity_ids`` / those of ``scope_names`` when given), on ``conn``'s transaction; returns
-    how many entities were computed."""
+    how many entities were computed. Nothing while the entity vectors have no HNSW index
+    (dropped for a bulk load): each entity would scan the table; the load's end fills them."""
+    if not conn.execute(text("SELECT to_regclass('entities_embedding_hnsw') IS NOT NULL")
+                        ).scalar():
+        return 0
     conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true)"),
                  {"ef": str(max(EF_SEARCH, PER_ENTITY))})
     ids = None if entity_ids is None else list(entity_ids)

@@ -30,7 +30,7 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
-from storage import fulltext
+from storage import fulltext, synonyms
 from storage.claims import local_worker_id
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ def ingest(
     finally:
         res.store.create_vector_indexes()
         refresh_term_stats(res.store, scope)
+        fill_synonyms(res.store, scope)
         if poller:
             poller.stop()
 
@@ -127,6 +128,17 @@ def refresh_term_stats(store: Any, scope: str) -> None:
             fulltext.ensure_term_stats(conn, [scope], max_age_s=0)
     except Exception:  # noqa: BLE001 - logged; retrieval falls back to rebuilding
         log.warning("refreshing the full-text statistics of %s failed", scope, exc_info=True)
+
+
+def fill_synonyms(store: Any, scope: str) -> None:
+    """Compute the synonym edges of the scope's entities still without them: left by a
+    load with the vector indexes dropped, or stored before schema revision 0011 (best
+    effort: queries look up those of such entities themselves)."""
+    try:
+        with store.transaction() as conn:
+            synonyms.fill(conn, scope_names=[scope])
+    except Exception:  # noqa: BLE001 - logged; retrieval looks them up instead
+        log.warning("computing the synonym edges of %s failed", scope, exc_info=True)
 
 
 def spawn_workers(

@@ -228,7 +228,8 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
     store = KnowledgeStore.open(db_url, embedding_model="local:minilm", embedding_dim=384)
     try:
         with use_resources(resources(store)):
-            assert cli(capsys, "ingest", str(corpus))[0] == 0
+            # a bulk load: no synonym lookups while the vector indexes are gone, then all
+            assert cli(capsys, "ingest", str(corpus), "--defer-index")[0] == 0
             code, out, _ = cli(capsys, "status", "--json")
             status = json.loads(out)
             (row,) = status["sources"]
@@ -241,7 +242,7 @@ def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: s
     # the ingest left fresh BM25 statistics: the first query does not rebuild them
     assert query(db_url, "SELECT sum(chunks) FROM chunk_scope_stats")[0][0] \
         == query(db_url, "SELECT count(*) FROM chunks")[0][0] > 0
-    # and every entity's synonym edges, computed batch by batch
+    # and every entity's synonym edges, computed once the indexes were back
     pending = ("SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM "
                "entity_synonyms_computed c WHERE c.entity_id = e.id)")
     assert query(db_url, pending)[0][0] == 0
