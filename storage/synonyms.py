@@ -35,12 +35,14 @@ MIN_SIMILARITY = 0.8
 EF_SEARCH = 40  # the HNSW candidate list of the lookups (the query's own used 10)
 PAGE = 500  # entities computed per statement
 
-_PENDING = """
-SELECT e.id, e.scope FROM entities e
-WHERE e.embedding IS NOT NULL AND e.id > :after
-  AND (CAST(:ids AS text[]) IS NULL OR e.id = ANY(:ids))
+# An entity ``e`` with a vector whose synonyms are not computed, of ``:scopes`` (NULL: any).
+_NOT_COMPUTED = """e.embedding IS NOT NULL
   AND (CAST(:scopes AS text[]) IS NULL OR e.scope = ANY(:scopes))
-  AND NOT EXISTS (SELECT 1 FROM entity_synonyms_computed c WHERE c.entity_id = e.id)
+  AND NOT EXISTS (SELECT 1 FROM entity_synonyms_computed c WHERE c.entity_id = e.id)"""
+
+_PENDING = f"""
+SELECT e.id, e.scope FROM entities e
+WHERE {_NOT_COMPUTED} AND e.id > :after AND (CAST(:ids AS text[]) IS NULL OR e.id = ANY(:ids))
 ORDER BY e.id LIMIT :n
 """
 
@@ -111,8 +113,5 @@ def reset(conn: Connection, scope_names: Sequence[str] | None = None) -> None:
 
 def pending(conn: Connection, scope_names: Sequence[str] | None = None) -> int:
     """Entities with a vector whose synonyms are not computed (of ``scope_names``)."""
-    return int(conn.execute(text(
-        "SELECT count(*) FROM entities e WHERE e.embedding IS NOT NULL "
-        "AND (CAST(:s AS text[]) IS NULL OR e.scope = ANY(:s)) AND NOT EXISTS "
-        "(SELECT 1 FROM entity_synonyms_computed c WHERE c.entity_id = e.id)"),
-        {"s": None if scope_names is None else list(scope_names)}).scalar() or 0)
+    return int(conn.execute(text(f"SELECT count(*) FROM entities e WHERE {_NOT_COMPUTED}"), {
+        "scopes": None if scope_names is None else list(scope_names)}).scalar() or 0)
