@@ -385,12 +385,13 @@ def merge_neighbourhoods(parts: Sequence[Neighbourhood], max_edges: int = 5000,
 
 
 def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """id, text, ordinal and document (id, uri, title, source, scope) of each chunk, in the
-    order of ``chunk_ids`` (unknown ids are left out)."""
+    """id, text, ordinal, injection spans (``injection_spans``: flat offsets, None when not
+    scanned yet; storage.injection_spans) and document (id, uri, title, source, scope) of
+    each chunk, in the order of ``chunk_ids`` (unknown ids are left out)."""
     if not chunk_ids:
         return []
     rows = conn.execute(text("""
-        SELECT c.id, c.text, c.ordinal, d.id AS document_id, d.uri,
+        SELECT c.id, c.text, c.ordinal, c.injection_spans, d.id AS document_id, d.uri,
                coalesce(d.title, '') AS title, d.source, d.scope
         FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(:ids)"""),
         {"ids": list(chunk_ids)}).all()

@@ -18,7 +18,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from storage import KnowledgeStore, synonyms, vectors
+from graph_flows.shared.untrusted import scan_chunk
+from storage import KnowledgeStore, injection_spans, synonyms, vectors
 
 
 def entity_text(name: str) -> str:
@@ -60,7 +61,8 @@ def reembed_all(
     on_progress: Callable[[int, int], Any] | None = None,
 ) -> dict[str, int]:
     """Re-embed every entity and relation of the store, then compute every entity's synonym
-    edges again; returns rows embedded per table (and ``synonyms``: entities computed).
+    edges again and scan every chunk for instruction-like text again; returns rows embedded
+    per table (and ``synonyms``: entities computed; ``scanned``: chunks scanned).
 
     The HNSW indexes are dropped during the load and rebuilt at the end (much faster than
     maintaining them row by row). Each page of vectors is written in its own transaction.
@@ -91,4 +93,7 @@ def reembed_all(
     with store.transaction() as conn:  # the synonym edges follow the new name vectors
         synonyms.reset(conn)
         done["synonyms"] = synonyms.fill(conn)
+    with store.transaction() as conn:  # every chunk scanned again by this detector
+        injection_spans.reset(conn)
+        done["scanned"] = injection_spans.fill(conn, scan_chunk)
     return done

@@ -25,7 +25,17 @@ from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
 from graph_flows.shared.dates import parse_date
-from storage import ChunkOutcome, DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids, synonyms
+from graph_flows.shared.untrusted import scan_chunk
+from storage import (
+    ChunkOutcome,
+    DocumentIn,
+    EntityIn,
+    KnowledgeStore,
+    RelationIn,
+    ids,
+    injection_spans,
+    synonyms,
+)
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
 from storage.evidence import fill_chunk_embeddings
 from storage.resolution import prefer_longer_summaries
@@ -165,7 +175,7 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
     chunks completed; compute the new entities' synonym edges; fail the chunks whose
-    extraction failed; embed the batch's chunks.
+    extraction failed; embed the batch's chunks and store their instruction-like spans.
 
     The vectors stay local to this step (the checkpointed state carries ids and texts only).
     """
@@ -189,10 +199,12 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     # The batch's passages as retrievable evidence: only chunks still lacking a vector, so a
     # rerun does nothing and `krag reembed` repairs a run that died right here.
+    # Their instruction-like spans too, withheld from every reader of the passage.
+    batch_ids = [c["id"] for c in state["batch"]]
     with res.store.transaction() as conn:
-        fill_chunk_embeddings(conn, res.embeddings.embed_documents,
-                              chunk_ids=[c["id"] for c in state["batch"]],
+        fill_chunk_embeddings(conn, res.embeddings.embed_documents, chunk_ids=batch_ids,
                               batch=ctx.embed_batch_size)
+        injection_spans.fill(conn, scan_chunk, chunk_ids=batch_ids)
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
         dropped.update(outcome.dropped)

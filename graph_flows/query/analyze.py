@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from graph_flows.shared.untrusted import question_message
+
 MAX_QUERY_BYTES = 10_000
 MAX_ENTITY_HINTS = 50
 MAX_TERMS = 12
@@ -113,7 +115,7 @@ def heuristic_analysis(query: str, hints: list[str]) -> dict[str, Any]:
 def llm_analysis(model: Any, query: str, hints: list[str], prompt: str) -> dict[str, Any]:
     """Ask the model for a :class:`QueryAnalysis`; raises on any failure."""
     result = model.with_structured_output(QueryAnalysis).invoke(
-        [("system", prompt), ("human", query)])
+        [("system", prompt), ("human", question_message(query))])
     if isinstance(result, dict):
         result = QueryAnalysis.model_validate(result)
     return {"entities": _dedupe(hints + [e for e in result.entities if e.strip()]),

@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph_flows.query import extractive
+from graph_flows.shared.untrusted import question_message
 from prompts import load_prompt, render
 
-ANSWER_PROMPT = "answer_v2"
+ANSWER_PROMPT = "answer_v3"
 EXTRACTIVE_HEADER = "No-LLM mode: extractive answer from the knowledge base (no model wrote this)."
 _CITE = re.compile(r"\[([FP]\d+)\]")
 TIMER_SLACK_S = 0.05
@@ -34,7 +35,7 @@ def llm_answer(
     """
     system = render(load_prompt(ANSWER_PROMPT), definitions=definitions or "(none)",
                     facts=facts or "(none)", passages=passages or "(none)")
-    messages = [("system", system), ("human", query)]
+    messages = [("system", system), ("human", question_message(query))]
     parts: list[str] = []
     stream = model.stream(messages)
     try:
@@ -132,7 +133,9 @@ def citations(answer: str, facts: Sequence[dict[str, Any]],
 
 
 def passage_citation(label: str, p: dict[str, Any]) -> dict[str, Any]:
-    """A cited passage: its chunk id, text and document (uri, title, source)."""
+    """A cited passage: its chunk id, text and document (uri, title, source), and how many
+    instruction-like spans its text had withheld (``withheld``)."""
     return {"label": label, "passage_id": p["id"], "text": p.get("text", ""),
             "document_id": p.get("document_id"), "uri": p.get("uri", ""),
-            "title": p.get("title", ""), "source": p.get("source", "")}
+            "title": p.get("title", ""), "source": p.get("source", ""),
+            "withheld": p.get("withheld", 0)}

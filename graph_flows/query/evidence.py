@@ -40,6 +40,7 @@ import numpy as np
 from graph_flows.query import ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
+from graph_flows.shared.untrusted import guard_passage
 from storage import evidence, fulltext, scopes, search
 from storage.models import as_row
 
@@ -251,7 +252,7 @@ def _passages(run: Run, order: list[str], mass: dict[str, float],
     methods: dict[str, list[str]] = {}
     for h in dense + text_hits:
         methods.setdefault(h.id, []).append(h.method)
-    rows = run("passages", evidence.chunk_rows, order)
+    rows = [guard_passage(row) for row in run("passages", evidence.chunk_rows, order)]
     return [{**row, "score": round(mass.get(row["id"], 0.0), 6),
              "methods": sorted(methods.get(row["id"], []) + ["graph"])} for row in rows]
 

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from graph_flows.shared.untrusted import MARKER
+
 STEM = 5
 TOP_PASSAGES = 3  # passages that may give a sentence
 TOP_FACTS = 3  # facts that are candidates beside passages
@@ -171,9 +173,11 @@ def candidates(facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any
                ) -> list[Candidate]:
     """Every sentence of the top passages, then the top facts (all retrieved facts when
     there are no passages); a sentence given twice counts once, at its first place, with
-    the topics of all its places (one sentence is often the text of several facts)."""
+    the topics of all its places (one sentence is often the text of several facts). A
+    sentence holding a withheld span's marker is no answer."""
     out = [Candidate(rank, s, p["label"], terms(s), terms(p.get("title") or ""))
-           for rank, p in enumerate(passages[:TOP_PASSAGES]) for s in sentences(p.get("text", ""))]
+           for rank, p in enumerate(passages[:TOP_PASSAGES]) for s in sentences(p.get("text", ""))
+           if MARKER[:10] not in s]
     top = facts[:TOP_FACTS if passages else FACTS_ALONE]
     out += [Candidate(rank, " ".join(f["fact"].split()), f["label"], terms(f["fact"]),
                       fact_topic(f)) for rank, f in enumerate(top)]

@@ -93,7 +93,7 @@ def _llm_analysis(res: Any, ctx: QueryContext, query: str, hints: list[str],
     call_deadline = time.time() + share_s
     try:
         return analyze.llm_analysis(model, query, hints,
-                                    load_prompt("query_analysis_v1")), []
+                                    load_prompt("query_analysis_v2")), []
     except Exception as exc:
         log.warning("query analysis by %s failed; using the heuristic", spec, exc_info=True)
         if answer.budget_spent(call_deadline):
@@ -130,6 +130,9 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
            "search_metrics": found.metrics, "errors": errors}
     if found.passages:  # recipe "ppr" only: the other recipes' output stays as it was
         out["passages"] = found.passages
+        found.metrics["withheld"] = {
+            "passages": sum(1 for p in found.passages if p.get("withheld")),
+            "spans": sum(p.get("withheld", 0) for p in found.passages)}
     return out
 
 

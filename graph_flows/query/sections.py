@@ -1,4 +1,10 @@
-"""The <definitions>, <facts> and <passages> sections given to the answer model."""
+"""The <definitions>, <facts> and <passages> sections given to the answer model.
+
+Every text placed in a section (names, types, summaries, fact sentences, predicates,
+passage titles, uris and texts) goes through :func:`graph_flows.shared.untrusted.
+neutralize_tags` inside :func:`_clip`, so none of it can close its section or open another;
+passage texts arrive with their instruction-like spans already withheld
+(:func:`graph_flows.shared.untrusted.guard_passage`)."""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from graph_flows.shared.dates import day
+from graph_flows.shared.untrusted import neutralize_tags
 
 
-def _clip(text: str, n: int) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _clip(text: str, n: int | None = None) -> str:
+    """``text`` on one line, its tags neutralised, cut to ``n`` characters when given."""
+    text = neutralize_tags(" ".join(str(text).split()))
+    return text if n is None or len(text) <= n else text[: n - 1] + "…"
 
 
 def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
@@ -18,7 +26,7 @@ def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
     lines = []
     for e in entities:
         summary = _clip(e.get("summary") or "(no description)", 400)
-        lines.append(f"- {_clip(e['name'], 200)} ({e['type']}): {summary}")
+        lines.append(f"- {_clip(e['name'], 200)} ({_clip(e['type'], 60)}): {summary}")
     return "\n".join(lines)
 
 
@@ -52,7 +60,8 @@ def facts_text(facts: Sequence[dict[str, Any]]) -> str:
     """``[F1] fact sentence (Subject -predicate-> Object, valid from ...)``."""
     return "\n".join(
         f"[{f['label']}] {_clip(f['fact'], 500)} "
-        f"({_clip(f['subject'], 80)} -{f['predicate']}-> {_clip(f['object'], 80)}){_dates(f)}"
+        f"({_clip(f['subject'], 80)} -{_clip(f['predicate'], 100)}-> {_clip(f['object'], 80)})"
+        f"{_dates(f)}"
         for f in facts)
 
 
@@ -82,5 +91,5 @@ def passages_text(passages: Sequence[dict[str, Any]]) -> str:
     """``[P1] (Title, uri) passage text`` per passage."""
     return "\n".join(
         f"[{p['label']}] ({_clip(p.get('title') or p.get('uri', ''), 120)}, "
-        f"{_clip(p.get('uri', ''), 200)}) {' '.join(str(p.get('text', '')).split())}"
+        f"{_clip(p.get('uri', ''), 200)}) {_clip(p.get('text', ''))}"
         for p in passages)

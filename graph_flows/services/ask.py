@@ -7,7 +7,7 @@ after build_context (``QueryContext.generate_answer=False``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph_flows.query import analyze, sections
@@ -16,6 +16,7 @@ from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
 from graph_flows.shared.resources import build_resources, get_resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.shared.untrusted import MARKER, for_prompt
 from storage import facts
 
 log = logging.getLogger(__name__)
@@ -109,13 +110,17 @@ def kag_query(
     ents = retrieved + [e for e in ents if e["id"] in ends and e["id"] not in shown]
     sections.label_facts(rels)
     definitions, facts_text = sections.definitions_text(ents), sections.facts_text(rels)
-    text = f"Knowledge Graph Results for: {query.strip()[:500]}\n\n## Entities\n" + (
+    asked, _ = for_prompt(query.strip()[:500])
+    text = f"Knowledge Graph Results for: {asked}\n\n## Entities\n" + (
         definitions or "(none found)")
     if include_relations:
         text += "\n\n## Facts\n" + (facts_text or "(none found)")
     passages = _passages(state, source_id)
+    withheld = withheld_counts(passages)
     if passages:
         text += "\n\n## Passages\n" + sections.passages_text(passages)
+    if withheld["passages"]:
+        text += "\n\n" + withheld_notice(withheld)
     out = {
         "scope": scope, "query": state.get("query", query),
         "entities": [entity_record(e) for e in ents],
@@ -126,7 +131,21 @@ def kag_query(
     }
     if passages:
         out["passages"] = passages
+        out["withheld"] = withheld
     return out
+
+
+def withheld_counts(passages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``passages`` had instruction-like text withheld, and how many spans."""
+    return {"passages": sum(1 for p in passages if p.get("withheld")),
+            "spans": sum(int(p.get("withheld") or 0) for p in passages)}
+
+
+def withheld_notice(counts: dict[str, int]) -> str:
+    """One line for people and agents: passages were partly withheld, and why."""
+    n = counts["passages"]
+    return (f"Note: {n} passage{'s' if n != 1 else ''} partly withheld: instruction-like text "
+            f"in the source documents is shown as {MARKER} (docs/SECURITY.md).")
 
 
 def _passages(state: dict[str, Any], source_id: str | None) -> list[dict[str, Any]]:

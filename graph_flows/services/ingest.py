@@ -30,7 +30,8 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
-from storage import fulltext, synonyms
+from graph_flows.shared.untrusted import scan_chunk
+from storage import fulltext, injection_spans, synonyms
 from storage.claims import local_worker_id
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def ingest(
         res.store.create_vector_indexes()
         refresh_term_stats(res.store, scope)
         fill_synonyms(res.store, scope)
+        fill_injection_spans(res.store, scope)
         if poller:
             poller.stop()
 
@@ -139,6 +141,18 @@ def fill_synonyms(store: Any, scope: str) -> None:
             synonyms.fill(conn, scope_names=[scope])
     except Exception:  # noqa: BLE001 - logged; retrieval looks them up instead
         log.warning("computing the synonym edges of %s failed", scope, exc_info=True)
+
+
+def fill_injection_spans(store: Any, scope: str) -> None:
+    """Store the instruction-like spans of the scope's chunks not scanned yet: stored
+    before schema revision 0012, or written outside a batch (best effort: queries scan
+    such chunks themselves before showing them)."""
+    try:
+        with store.transaction() as conn:
+            injection_spans.fill(conn, scan_chunk, scope_names=[scope])
+    except Exception:  # noqa: BLE001 - logged; retrieval scans them instead
+        log.warning("scanning the chunks of %s for instruction-like text failed", scope,
+                    exc_info=True)
 
 
 def spawn_workers(

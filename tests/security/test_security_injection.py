@@ -18,11 +18,11 @@ from sqlalchemy import text
 
 from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
-from graph_flows.indexing.extraction.injection import fold_confusables, looks_like_injection
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import ValidationResult, validate_extraction
 from graph_flows.services import ingest as runner
 from graph_flows.shared import providers
+from graph_flows.shared.injection import fold_confusables, looks_like_injection
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore

@@ -22,7 +22,8 @@ def passage_line(c: dict[str, Any], width: int = 160) -> str:
     title = c.get("title") or ""
     doc = f"{c.get('source')}:{c.get('uri')}" + (f", {title}" if title and title != c.get(
         "uri") else "")
-    return f"  [{c['label']}] {text}  ({doc})"
+    flag = "  [partly withheld: instruction-like text]" if c.get("withheld") else ""
+    return f"  [{c['label']}] {text}  ({doc}){flag}"
 
 
 def print_sources(console: Console, result: dict[str, Any]) -> None:
@@ -64,6 +65,10 @@ def ask_command(
     print_sources(console, result)
     for err in result.get("errors", []):
         console.print(f"note: {err}", style="yellow", markup=False, highlight=False)
+    withheld = ask_service.withheld_counts(result.get("passages", []))
+    if withheld["passages"]:
+        console.print("note: " + ask_service.withheld_notice(withheld), style="yellow",
+                      markup=False, highlight=False)
     if show_mermaid:
         console.print("\n" + result.get("mermaid", ""), markup=False, highlight=False)
     metrics = result.get("search_metrics", {})

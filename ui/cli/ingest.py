@@ -224,6 +224,7 @@ def reembed(console: Console, *, batch_size: int) -> dict[str, int]:
             on_progress=lambda n, total: bar.update(task, completed=n, total=total))
     console.print(f"Re-embedded {done['entities']} entities, {done['relations']} relations "
                   f"and {done.get('chunks', 0)} chunks with {settings.embedding_model}; "
-                  f"computed the synonym edges of {done.get('synonyms', 0)} entities.",
+                  f"computed the synonym edges of {done.get('synonyms', 0)} entities; "
+                  f"scanned {done.get('scanned', 0)} chunks for instruction-like text.",
                   markup=False)
     return done

@@ -145,6 +145,8 @@ def _passage_line(p: dict[str, Any], cited: bool) -> str:
     text = " ".join(str(p.get("text", "")).split())
     text = text if len(text) <= 400 else text[:399] + "…"
     mark = " *(cited)*" if cited else ""
+    if p.get("withheld"):
+        mark += " *(partly withheld: instruction-like text)*"
     return (f"**\\[{md_escape(p.get('label', ''))}\\]** {md_escape(text)}{mark}  \n"
             f"*from:* {md_escape(doc)} ({md_escape(p.get('uri', ''))})")
 

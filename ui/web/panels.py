@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from graph_flows.services.ask import withheld_counts, withheld_notice
 from graph_flows.services.uploads import UploadReport
 from graph_flows.shared.model_specs import ProviderError, parse_spec
 from graph_flows.shared.settings import Settings
@@ -74,6 +75,9 @@ def render_answer(result: dict[str, Any], *, diagram: bool = True) -> None:
         st.caption(line)
     for err in result.get("errors") or []:
         st.caption(f"note: {md_escape(err)}")
+    withheld = withheld_counts([p for p in result.get("passages") or [] if isinstance(p, dict)])
+    if withheld["passages"]:
+        st.caption(f"note: {md_escape(withheld_notice(withheld))}")
     with st.expander("Details"):
         st.caption(details_line(result))
 

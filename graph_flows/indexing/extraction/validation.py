@@ -9,7 +9,7 @@ full-width ``<``) gets its ``<`` swapped for ``‹``, chat-template markers (``<
 After extraction, :func:`validate_extraction` keeps only what may be written to the graph
 (rules in its docstring) and counts every dropped item by reason. Injection detection itself
 (:data:`INJECTION_PATTERNS`, :func:`looks_like_injection`) lives in
-:mod:`graph_flows.indexing.extraction.injection` and is re-exported here.
+:mod:`graph_flows.shared.injection` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -19,14 +19,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from graph_flows.indexing.extraction.injection import (
-    BIDI,
-    INJECTION_PATTERNS,
-    PROMPT_TAGS,
-    ZERO_WIDTH,
-    looks_like_injection,
-    normalize_for_matching,
-)
 from graph_flows.indexing.extraction.schema import (
     CAP_ENTITIES,
     CAP_RELATIONS,
@@ -42,6 +34,14 @@ from graph_flows.indexing.extraction.types import (
     stated_predicate,
 )
 from graph_flows.shared.dates import parse_date
+from graph_flows.shared.injection import (
+    BIDI,
+    INJECTION_PATTERNS,
+    PROMPT_TAGS,
+    ZERO_WIDTH,
+    looks_like_injection,
+    normalize_for_matching,
+)
 from storage.ids import predicate_key
 
 T = TypeVar("T")
