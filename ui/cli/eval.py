@@ -106,8 +106,9 @@ def multihop(
     ing = report["ingest"]
     _console.print(f"scope {report['scope']}: {report['passages']} passages, "
                    f"{report['questions']} questions; ingest {ing['chunks']} chunks, "
-                   f"{ing['seconds']} s this run ({ing['chunks_per_s']} chunks/s)",
-                   markup=False, highlight=False)
+                   f"{ing['seconds']} s this run ({ing['chunks_per_s']} chunks/s); "
+                   f"{report['injection']['flagged']} chunks with instruction-like text "
+                   "withheld", markup=False, highlight=False)
 
 
 def _retrieval_table(report: dict[str, Any]) -> Table:

@@ -13,6 +13,8 @@ Ans@ctx is the answer (or an alias) in the context the graph built (``definition
 Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
 answer: queries run without an LLM, so that is the extractive no-LLM answer users get.
 ``recipe`` selects the query graph's ranking recipe (default: the graph's default).
+``injection`` counts the scope's chunks with instruction-like text withheld
+(storage.injection_spans): passages the answer model never reads whole.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from storage import injection_spans
 from storage.evidence import chunk_rows, fill_chunk_embeddings
 from storage.fulltext import ChunkText, bm25_chunks, entity_documents, scope_chunks
 
@@ -117,13 +120,15 @@ def run_multihop(
         ingest_report = _ingest_with(run, resources, mode, passages)
         with run.res.store.connect() as conn:
             chunks = scope_chunks(conn, run.scope)
+            flagged = injection_spans.counts(conn, [run.scope])
         if recipe is not None:
             _fill_chunk_vectors(run)
         krag = _score_krag(run, {} if recipe is None else {"recipe": recipe})
         dense = _score_dense(run, chunks)
         bm25 = _score_bm25(run)
     ingest_report["chunks"] = len(chunks)
-    return {"krag": krag.as_dict(),
+    flagged["share"] = round(flagged["flagged"] / flagged["chunks"], 4) if chunks else 0.0
+    return {"krag": krag.as_dict(), "injection": flagged,
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
             "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
             "recipe": recipe or "default",
