@@ -9,6 +9,11 @@ puts a check in front of its writers, so a wrong key fails the run at once, with
 naming the key and the closest accepted one ("unknown field 'question'; did you mean
 'query'?"). ``graph.invoke``, ``graph.stream`` and a ``langgraph dev`` server's runs all enter
 there; resuming with ``None`` or a ``Command`` passes through unchecked.
+
+The check is a :class:`InputCheck`: a ``RunnableLambda`` hashed by identity, because
+``get_graph()`` (what LangGraph Studio's graph view and ``GET /assistants/{id}/graph`` call)
+keeps the entry's writers in a set, and a plain ``RunnableLambda`` (it defines ``__eq__``)
+is unhashable.
 """
 
 from __future__ import annotations
@@ -20,6 +25,12 @@ from typing import Any, get_type_hints
 from langchain_core.runnables import RunnableLambda
 from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
+
+
+class InputCheck(RunnableLambda):
+    """The entry's input check, hashable (by identity) so the graph can be drawn."""
+
+    __hash__ = object.__hash__
 
 
 def unknown_field_message(unknown: Sequence[str], known: Sequence[str]) -> str:
@@ -55,5 +66,5 @@ def refuse_unknown_keys(
 
     start = graph.nodes[START]
     graph.nodes[START] = start.copy(
-        {"writers": [RunnableLambda(check_input, name="check_input"), *start.writers]})
+        {"writers": [InputCheck(check_input, name="check_input"), *start.writers]})
     return graph

@@ -70,6 +70,13 @@ def test_langgraph_dev_serves_both_graphs(langgraph_server: str, db_url: str) ->
             schemas = client.get(f"/assistants/{assistant['assistant_id']}/schemas").json()
             field = "query" if assistant["graph_id"] == "query" else "paths"
             assert field in (schemas.get("input_schema") or {}).get("properties", {}), schemas
+            # what Studio's graph view draws: the nodes and edges of the graph
+            drawn = client.get(f"/assistants/{assistant['assistant_id']}/graph")
+            assert drawn.status_code == 200, drawn.text[:500]
+            ids = {n["id"] for n in drawn.json()["nodes"]}
+            node = "retrieve_knowledge" if assistant["graph_id"] == "query" else "extract"
+            assert {"__start__", node, "__end__"} <= ids, ids
+            assert drawn.json()["edges"], drawn.json()
         out = client.post("/runs/wait", json={
             "assistant_id": "query", "input": {"query": "What did Ada Lovelace write?"}}).json()
         assert out["answer_mode"] == "extractive", json.dumps(out)[:2000]
@@ -90,3 +97,20 @@ def test_graph_schemas_build_on_this_python() -> None:
     assert "answer" in query.get_output_jsonschema()["properties"]
     assert {"paths", "texts"} <= set(indexing.get_input_jsonschema()["properties"])
     assert "chunks" in indexing.get_output_jsonschema()["properties"]
+
+
+def test_both_graphs_draw_with_the_input_check_in_place() -> None:
+    """get_graph() is what Studio's graph view calls; the unknown-key check stays."""
+    from graph_flows.indexing.graph import graph as indexing
+    from graph_flows.query.analyze import InvalidQueryError
+    from graph_flows.query.graph import graph as query
+
+    drawn = query.get_graph().draw_mermaid()
+    for edge in ("__start__ --> analyze_query", "analyze_query --> retrieve_knowledge",
+                 "build_context -.-> generate_response"):
+        assert edge in drawn, drawn
+    assert "claim_batch" in indexing.get_graph().draw_mermaid()
+    with pytest.raises(InvalidQueryError, match="did you mean 'query'"):
+        query.invoke({"question": "x"})
+    with pytest.raises(ValueError, match="unknown field 'path'"):
+        indexing.invoke({"path": ["x"]})
