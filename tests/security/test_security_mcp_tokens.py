@@ -197,6 +197,21 @@ def test_ui_beyond_loopback_warns_about_the_missing_login() -> None:
     assert "no login" in warning and "proxy" in warning and "\n" not in warning
 
 
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_krag_ui_beyond_loopback_prints_the_warning_first(
+        host: str, warned: bool, cli_env: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # A setting Streamlit's launch would need is bad, so the command stops (one error line)
+    # right after the warning, before anything starts or binds.
+    monkeypatch.setenv("KRAG_DATABASE_URL", "mysql://nowhere/krag")
+    code, out, err = run_cli(capsys, "ui", "--host", host, "--port", str(free_port()))
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 2 and lines[-1].startswith("error: ") and "KRAG_DATABASE_URL" in lines[-1]
+    assert len(lines) == (2 if warned else 1)
+    if warned:
+        assert lines[0].startswith("warning: the UI has no login") and "proxy" in lines[0]
+
+
 @pytest.mark.slow
 def test_non_loopback_without_tokens_is_refused(store: KnowledgeStore, db_url: str,
                                                 tmp_path: Path) -> None:
@@ -299,6 +314,8 @@ def test_http_refuses_requests_without_a_good_token(server: str,
         url, [("Authorization", f"Bearer {valid}"), ("Authorization", "Bearer x")])
     long = _refused(url, [("Authorization", "Bearer krag_" + "a" * 8000)])
     assert "too long (8005 characters" in long
+    huge = _refused(url, [("Authorization", "Bearer krag_" + "a" * 1_000_000)])  # not a 500
+    assert "too long (1000005 characters" in huge
     wrong = "krag_" + "B" * 43
     assert "unknown bearer token" in _refused(url, [("Authorization", f"Bearer {wrong}")])
     hostile = "krag_a'; RESET ROLE; --"
