@@ -179,11 +179,13 @@ def verify_token(store: KnowledgeStore, token: str) -> Verdict:
         if state == "active":
             token_store.touch(conn, row.name)
             return Verdict(row)
-    reasons = {
-        "revoked": f"token {row.name!r} was revoked",
-        "expired": f"token {row.name!r} expired at "
-                   f"{row.expires_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if row.expires_at
-                   else "expired",
-        "scope gone": f"the scope {row.scope!r} of token {row.name!r} no longer exists",
-    }
-    return Verdict(None, reasons[state] + "; `krag token create` makes a new one")
+    return Verdict(None, refusal(row, state) + "; `krag token create` makes a new one")
+
+
+def refusal(row: TokenRow, state: str) -> str:
+    """Why a stored token in ``state`` (not active) is refused, naming the token."""
+    if state == "revoked":
+        return f"token {row.name!r} was revoked"
+    if state == "expired" and row.expires_at is not None:
+        return f"token {row.name!r} expired at {row.expires_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    return f"the scope {row.scope!r} of token {row.name!r} no longer exists"
