@@ -141,17 +141,23 @@ _INSTRUCTIONS = (
     "new fact (validated), and correct to mark a fact wrong (it stays in history as invalid).")
 
 
-def _bound(default: KnowledgeTools, name: str) -> Callable[..., Any]:
+def _bound(default: KnowledgeTools | None, name: str) -> Callable[..., Any]:
     """Tool ``name`` on the scope of the request: the verified bearer token's (and read-only
     when the token is), whatever the server's scope or the arguments; without a token (stdio,
-    open loopback HTTP) the server's."""
+    open loopback HTTP) the server's, ``default``. A server requiring tokens has no default:
+    a call without a verified token is refused, never given the server's scope."""
 
     def call(*args: Any) -> Any:
         try:
             access = mcp_auth.access_claims(get_access_token())
         except PermissionError as exc:
             raise RequestError(f"{name} refused: {exc}.") from None
-        tools = default if access is None else KnowledgeTools(access[0], read_only=access[1])
+        if access is not None:
+            tools = KnowledgeTools(access[0], read_only=access[1])
+        elif default is not None:
+            tools = default
+        else:
+            raise RequestError(f"{name} refused: no verified bearer token on this request.")
         return getattr(tools, name)(*args)
 
     call.__name__ = call.__qualname__ = name
@@ -161,7 +167,7 @@ def _bound(default: KnowledgeTools, name: str) -> Callable[..., Any]:
 def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
     """The MCP server with the four tools bound to ``scope`` (default: KRAG_SCOPE), or to a
     verified token's scope; ``auth``: the SDK's ``token_verifier=`` and ``auth=``."""
-    default = KnowledgeTools(scope)
+    default = None if auth.get("token_verifier") else KnowledgeTools(scope)
     kag, recall_, remember_, correct_ = (_bound(default, name) for name in (
         "kag_query", "recall", "remember", "correct"))
     registered: list[Tool] = []

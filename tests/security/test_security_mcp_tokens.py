@@ -29,7 +29,8 @@ from tests.pg_fixtures import execute, rows
 from tests.procs import free_port, run_cli, stop_process
 from tests.query_fixtures import seed_graph
 from ui.hosts import is_loopback, ui_exposure_warning
-from ui.mcp_auth import decide_http
+from ui.mcp import build_server
+from ui.mcp_auth import StoreTokenVerifier, auth_settings, decide_http
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_SCOPES = ["a'; RESET ROLE; --", "*", "", "team a", "x" * 101, "a\nb", "%"]
@@ -210,6 +211,22 @@ def test_krag_ui_beyond_loopback_prints_the_warning_first(
     assert len(lines) == (2 if warned else 1)
     if warned:
         assert lines[0].startswith("warning: the UI has no login") and "proxy" in lines[0]
+
+
+def test_a_server_requiring_tokens_never_falls_back_to_its_own_scope(
+        store: KnowledgeStore) -> None:
+    server = build_server("team-b", token_verifier=StoreTokenVerifier(store),
+                          auth=auth_settings())
+
+    async def scenario() -> list[str]:
+        async with Client(server) as client:  # in-process: no HTTP, so no token at all
+            return [await _error(client, "recall", {"query": "Ada"}),
+                    await _error(client, "remember", {"subject": "A", "predicate": "uses",
+                                                      "object": "B", "fact": "A uses B."})]
+
+    for text in asyncio.run(scenario()):
+        assert "refused: no verified bearer token on this request" in text
+    assert rows(store, "SELECT count(*) FROM relations")[0][0] == 0
 
 
 @pytest.mark.slow
