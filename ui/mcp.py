@@ -1,7 +1,9 @@
 """MCP server (official ``mcp`` SDK, ``MCPServer`` - FastMCP's name since mcp 2): the knowledge
 graph as tools for any MCP client, over stdio or streamable HTTP (``krag mcp``).
 
-Tools, all confined to the server's one scope (``--scope``, default ``KRAG_SCOPE``):
+Tools, all confined to the server's one scope (``--scope``, default ``KRAG_SCOPE``), or
+over HTTP with tokens to the scope of the request's bearer token (:mod:`ui.mcp_auth`), reads
+including its ancestors':
 
 - ``kag_query``: the query graph without the answer step (analysis, retrieval, context):
   entities, relations with dates and sources, a formatted context and counts; ``max_hops`` > 1
@@ -34,6 +36,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Annotated, Any, Literal, TypeVar
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
@@ -42,7 +45,9 @@ from pydantic import ConfigDict, Field, ValidationError
 from graph_flows.services.ask import MAX_HOPS, MAX_LIMIT
 from graph_flows.services.errors import RequestError
 from graph_flows.services.memory import MAX_RECALL, KnowledgeTools
+from graph_flows.services.tokens import has_active_tokens
 from graph_flows.shared.resources import get_resources
+from ui import mcp_auth
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -136,11 +141,35 @@ _INSTRUCTIONS = (
     "new fact (validated), and correct to mark a fact wrong (it stays in history as invalid).")
 
 
-def build_server(scope: str | None = None) -> MCPServer:
-    """The MCP server with the four tools bound to ``scope`` (default: KRAG_SCOPE)."""
-    tools = KnowledgeTools(scope)
-    kag, recall_, remember_, correct_ = (_tool_errors(f) for f in (
-        tools.kag_query, tools.recall, tools.remember, tools.correct))
+def _bound(default: KnowledgeTools | None, name: str) -> Callable[..., Any]:
+    """Tool ``name`` on the scope of the request: the verified bearer token's (and read-only
+    when the token is), whatever the server's scope or the arguments; without a token (stdio,
+    open loopback HTTP) the server's, ``default``. A server requiring tokens has no default:
+    a call without a verified token is refused, never given the server's scope."""
+
+    def call(*args: Any) -> Any:
+        try:
+            access = mcp_auth.access_claims(get_access_token())
+        except PermissionError as exc:
+            raise RequestError(f"{name} refused: {exc}.") from None
+        if access is not None:
+            tools = KnowledgeTools(access[0], read_only=access[1])
+        elif default is not None:
+            tools = default
+        else:
+            raise RequestError(f"{name} refused: no verified bearer token on this request.")
+        return getattr(tools, name)(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return _tool_errors(call)
+
+
+def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
+    """The MCP server with the four tools bound to ``scope`` (default: KRAG_SCOPE), or to a
+    verified token's scope; ``auth``: the SDK's ``token_verifier=`` and ``auth=``."""
+    default = None if auth.get("token_verifier") else KnowledgeTools(scope)
+    kag, recall_, remember_, correct_ = (_bound(default, name) for name in (
+        "kag_query", "recall", "remember", "correct"))
     registered: list[Tool] = []
 
     def tool(description: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
@@ -242,7 +271,7 @@ def build_server(scope: str | None = None) -> MCPServer:
         return correct_(fact_id, reason, replacement)
 
     return _Server("krag", instructions=_INSTRUCTIONS, version=package_version(),
-                   log_level="WARNING", tools=registered)
+                   log_level="WARNING", tools=registered, **auth)
 
 
 Transport = Literal["stdio", "http"]
@@ -253,13 +282,36 @@ def serve(transport: Transport = "stdio", host: str = "127.0.0.1", port: int = 8
     """Open the store and models (before the handshake, so errors show), then serve."""
     with contextlib.redirect_stdout(sys.stderr):  # stdout belongs to the protocol
         resources = get_resources()
-    server = build_server(scope or resources.settings.scope)
+    scope = scope or resources.settings.scope
     if transport == "stdio":
-        server.run("stdio")
+        build_server(scope).run("stdio")
     elif transport == "http":
-        server.run("streamable-http", host=host, port=port)
+        serve_http(resources.store, host, port, scope)
     else:
         raise ValueError(f"transport must be 'stdio' or 'http', got {transport!r}")
+
+
+def serve_http(store: Any, host: str, port: int, scope: str) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp under :func:`mcp_auth.decide_http`'s policy:
+    with an active token in the database every request needs one (the SDK's bearer
+    middleware), without one only loopback is served (open, said on stderr)."""
+    policy = mcp_auth.decide_http(host, port, has_active_tokens(store))
+    if policy.refusal:
+        raise RequestError(policy.refusal)
+    if policy.notice:
+        print(policy.notice, file=sys.stderr, flush=True)
+    if not policy.require_tokens:
+        build_server(scope).run("streamable-http", host=host, port=port)
+        return
+    import anyio
+    import uvicorn
+
+    server = build_server(scope, token_verifier=mcp_auth.StoreTokenVerifier(store),
+                          auth=mcp_auth.auth_settings())
+    app = mcp_auth.AuthReasons(server.streamable_http_app(host=host))
+    # as MCPServer.run_streamable_http_async, around the app wrapped for the 401 reasons
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    anyio.run(uvicorn.Server(config).serve)
 
 
 if __name__ == "__main__":  # python -m ui.mcp: stdio with the configured scope

@@ -60,10 +60,16 @@ def _date(value: str | None, field: str) -> Any:
 
 
 class KnowledgeTools:
-    """kag_query, recall, remember and correct bound to one scope."""
+    """kag_query, recall, remember and correct bound to one scope; ``read_only`` refuses
+    remember and correct (a read-only MCP token) before anything is read or written."""
 
-    def __init__(self, scope: str | None = None) -> None:
+    def __init__(self, scope: str | None = None, *, read_only: bool = False) -> None:
         self._scope = scope
+        self.read_only = read_only
+
+    def _writable(self, tool: str) -> None:
+        _check(not self.read_only, f"{tool} refused: this token is read-only (kag_query and "
+               "recall only); `krag token create` without --read-only makes one that writes.")
 
     @property
     def scope(self) -> str:
@@ -129,6 +135,7 @@ class KnowledgeTools:
         (``predicate``) as a label; a given type is kept (an entity of the same name and type
         is reused), an omitted one reuses a stored entity of that name of any type, else
         ``concept``. Without ``valid_at`` the fact's start is unknown (None), not "now"."""
+        self._writable("remember")
         if attribute is not None and attribute.strip():
             _check(normalize_attribute(attribute) is not None,
                    f"attribute {attribute[:40]!r} is not a property name: use snake_case "
@@ -195,6 +202,7 @@ class KnowledgeTools:
         self, fact_id: str, reason: str = "", replacement: str | None = None
     ) -> dict[str, Any]:
         """Invalidate a fact (kept in history), optionally storing the corrected sentence."""
+        self._writable("correct")
         fact_id = (fact_id or "").strip()
         _check(0 < len(fact_id) <= 200, "fact_id must be a fact id such as 'rel_…' "
                "(kag_query and recall return them).")

@@ -19,6 +19,8 @@ from ui.cli.errors import UserError, missing_path
 from ui.cli.eval import eval_app
 from ui.cli.progress import DEFAULT_EVERY_S
 from ui.cli.scope import scope_app
+from ui.cli.token import token_app
+from ui.hosts import ui_exposure_warning
 
 if TYPE_CHECKING:
     from graph_flows.shared.settings import Settings
@@ -43,6 +45,7 @@ def settings_from_cli(**overrides: Any) -> Settings:
 
 app.add_typer(scope_app, name="scope")
 app.add_typer(eval_app, name="eval")
+app.add_typer(token_app, name="token")
 
 
 @app.callback()
@@ -182,7 +185,10 @@ def ui_command(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")]
     = 8501,
 ) -> None:
-    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser)."""
+    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser). It has no
+    login: beyond 127.0.0.1 put it behind an authenticating proxy."""
+    if warning := ui_exposure_warning(host):
+        err_console.print(warning, markup=False, highlight=False)
     app_path = Path(__file__).resolve().parents[1] / "web" / "app.py"
     cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
            "--server.address", host, "--server.port", str(port),
@@ -223,9 +229,12 @@ def mcp_command(
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP: port to listen on.")] = 8765,
     scope: Annotated[str | None, typer.Option(
-        help="Knowledge scope every tool reads and writes (default: KRAG_SCOPE).")] = None,
+        help="Knowledge scope every tool reads and writes (default: KRAG_SCOPE); over HTTP "
+             "with tokens, each token's own scope instead.")] = None,
 ) -> None:
-    """Serve the knowledge graph over MCP: kag_query, recall, remember, correct."""
+    """Serve the knowledge graph over MCP: kag_query, recall, remember, correct. Over HTTP
+    every request needs 'Authorization: Bearer <token>' once a token exists (`krag token`);
+    a non-loopback --host without one is refused."""
     if transport not in ("stdio", "http"):
         raise UserError(f"--transport must be stdio or http, got {transport!r}")
     if not 1 <= port <= 65535:
