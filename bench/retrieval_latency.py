@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -58,13 +58,14 @@ from bench.memory import rss_mb
 from bench.synthetic import BenchQuery
 from graph_flows.query import analyze, nodes, retrieval, scoring
 from graph_flows.shared.heap import freeze_loaded
+from graph_flows.shared.threads import ContextThreadPool
 from storage import KnowledgeStore, search
 from storage.search import _E, _F
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "docs" / "bench"
 EMBED_MODEL, EMBED_DIM = "local:minilm", 384
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-bench-literal")
+_POOL = ContextThreadPool(max_workers=4, thread_name_prefix="krag-bench-literal")
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+"""Which scopes the current request may read and write: what PostgreSQL's row-level
+security policies enforce (migration 0014).
+
+A request installs its :class:`Access` with :func:`use_access` (a
+:class:`~contextvars.ContextVar`, so it belongs to the request's context and never to the
+process). At the start of every transaction the storage engine copies it into three
+transaction-local settings (:func:`apply`, ``set_config(name, value, true)`` = ``SET
+LOCAL``) that the policies read:
+
+- ``krag.read_scopes``: the readable scope names joined with ``,`` (a scope name is
+  letters, digits and ``-_.:/`` only, :func:`storage.scopes.check_name`, so ``,`` cannot
+  occur in one);
+- ``krag.write_scope``: the one writable scope (empty: none);
+- ``krag.all_scopes``: ``on`` for :data:`WHOLE_STORE`, the explicit whole-store access
+  of admin operations (status over all scopes, removal, re-embedding, migrations, workers
+  claiming any scope's chunks).
+
+No access installed: the settings are empty and the policies show no scoped row and
+accept no write (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import Any
+
+from storage.scopes import check_name
+
+READ_SETTING = "krag.read_scopes"
+WRITE_SETTING = "krag.write_scope"
+ALL_SETTING = "krag.all_scopes"
+SEPARATOR = ","
+
+_SET_SQL = (
+    f"SELECT set_config('{READ_SETTING}', %s, true), set_config('{WRITE_SETTING}', %s, true), "
+    f"set_config('{ALL_SETTING}', %s, true)")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Readable scopes, the writable scope (or None), or the whole store."""
+
+    read_scopes: tuple[str, ...]
+    write_scope: str | None
+    whole_store: bool = False
+
+    def __post_init__(self) -> None:
+        """Check every name (a one-line InvalidInputError for ``*``, quotes, empty ...)."""
+        from storage.errors import InvalidInputError
+
+        for name in self.read_scopes:
+            check_name(name)
+        if self.write_scope is not None:
+            check_name(self.write_scope)
+            if self.write_scope not in self.read_scopes:
+                raise InvalidInputError(
+                    f"write scope {self.write_scope!r} is not among the readable scopes; a "
+                    "request writes its own scope only")
+
+    def settings(self) -> tuple[str, str, str]:
+        """The values of ``krag.read_scopes``, ``krag.write_scope``, ``krag.all_scopes``."""
+        return (SEPARATOR.join(self.read_scopes), self.write_scope or "",
+                "on" if self.whole_store else "off")
+
+
+WHOLE_STORE = Access((), None, whole_store=True)
+NO_ACCESS = Access((), None)
+
+
+def for_scopes(read_scopes: Sequence[str], write_scope: str | None) -> Access:
+    """Access reading ``read_scopes`` and writing ``write_scope`` (which must be one of
+    them); every name is checked (:func:`storage.scopes.check_name`: a one-line
+    :class:`~storage.errors.InvalidInputError` for an empty name, ``*``, quotes, ...)."""
+    return Access(tuple(dict.fromkeys(read_scopes)), write_scope)
+
+
+_current: ContextVar[Access | None] = ContextVar("krag_access", default=None)
+
+
+def current() -> Access | None:
+    """The access installed for this context, or None (fail closed)."""
+    return _current.get()
+
+
+@contextmanager
+def use_access(access: Access) -> Iterator[Access]:
+    """Install ``access`` for the transactions this context starts until the block ends."""
+    token = _current.set(access)
+    try:
+        yield access
+    finally:
+        try:
+            _current.reset(token)
+        except ValueError:  # ended in another context (a generator closed elsewhere)
+            old = token.old_value
+            _current.set(None if old is Token.MISSING else old)
+
+
+def apply(dbapi_connection: Any) -> None:
+    """Copy the current access into the transaction-local settings of the transaction
+    ``dbapi_connection`` (psycopg) is starting (the engine's ``begin`` event)."""
+    values = (current() or NO_ACCESS).settings()
+    with dbapi_connection.cursor() as cur:
+        cur.execute(_SET_SQL, values)
