@@ -7,9 +7,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import psycopg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.exc import DBAPIError, ProgrammingError
 
 from graph_flows import query_flow
 from graph_flows.services import explore
@@ -20,6 +21,7 @@ from graph_flows.shared.settings import Settings
 from storage import DocumentIn, EntityIn, InvalidInputError, KnowledgeStore, RelationIn, ids
 from storage.access import WHOLE_STORE, Access, use_access
 from storage.scopes import set_parent
+from tests.pg_fixtures import TEST_DIM, open_app_store, url_rows
 from tests.query_fixtures import _EMBEDDER, seed_graph
 
 SCOPED_TABLES = ("documents", "chunks", "extraction_status", "entities", "entity_provenance",
@@ -223,3 +225,77 @@ def test_bad_scope_names_are_refused_and_write_nothing(tenants, team_resources,
         with pytest.raises((InvalidInputError, RequestError), match="invalid scope name"):
             KnowledgeTools(bad).kag_query("Who is Ada?")
     assert store.counts() == before
+
+
+def _upgrade_to(url: str, revision: str) -> None:
+    """Migrate the database at ``url`` to ``revision`` (as the superuser, as before 0014)."""
+    from alembic import command
+
+    from storage import migrate
+    from storage.engine import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            cfg = migrate._config(TEST_DIM)
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, revision)
+            conn.commit()
+    finally:
+        engine.dispose()
+
+
+def test_store_from_before_0014_upgrades_and_is_enforced(empty_db_url: str) -> None:
+    """An embedded store created by the superuser at 0011 (the old layout): its tables are
+    handed to the owner, 0014 fills the new scope columns, and the policies hold."""
+    _upgrade_to(empty_db_url, "0011")
+    seed = [f"INSERT INTO documents (id, scope, source, uri, content_hash) VALUES "
+            f"('doc_{s}', '{s}', 'src', 'u.md', 'h'); "
+            f"INSERT INTO chunks (id, document_id, ordinal, text, content_hash) VALUES "
+            f"('chk_{s}', 'doc_{s}', 0, 'text of {s}', 'h'); "
+            f"INSERT INTO extraction_status (chunk_id) VALUES ('chk_{s}'); "
+            f"INSERT INTO entities (id, scope, name, normalized_name, type) VALUES "
+            f"('ent_{s}', '{s}', 'Name {s}', 'name {s}', 'concept'); "
+            f"INSERT INTO entity_provenance (entity_id, chunk_id) VALUES ('ent_{s}', 'chk_{s}')"
+            for s in ("old-a", "old-b")]
+    with psycopg.connect(empty_db_url) as conn:  # committed on leaving the block
+        for statement in seed:
+            conn.execute(statement)
+    store = open_app_store(empty_db_url)
+    try:
+        assert store.rls_bypass() is None
+        owners = {r[0] for r in url_rows(
+            empty_db_url, "SELECT DISTINCT pg_get_userbyid(relowner) FROM pg_class "
+            "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r'")}
+        assert owners == {"krag_owner"}
+        with use_access(store.access_for("old-a")):
+            for table in ("documents", "chunks", "extraction_status", "entities",
+                          "entity_provenance"):
+                assert _scopes(store, table) == {"old-a"}, table
+        with use_access(store.access_for("old-a")):
+            with store.transaction() as conn:  # a new chunk: the trigger fills its scope
+                conn.execute(text(
+                    "INSERT INTO chunks (id, document_id, ordinal, text, content_hash) "
+                    "VALUES ('chk_a2', 'doc_old-a', 1, 'more', 'h2')"))
+            with pytest.raises(DBAPIError), store.transaction() as conn:  # old-b's entity
+                conn.execute(text("INSERT INTO entity_provenance (entity_id, chunk_id) "
+                                  "VALUES ('ent_old-b', 'chk_old-a')"))
+        assert url_rows(empty_db_url, "SELECT scope FROM chunks WHERE id = 'chk_a2'") == [
+            ("old-a",)]
+        assert url_rows(empty_db_url, "SELECT count(*) FROM entity_provenance") == [(2,)]
+    finally:
+        store.close()
+
+
+def test_doctor_says_in_one_line_whether_the_policies_bind(db_url: str) -> None:
+    from graph_flows.services.doctor import run_doctor
+    from storage.roles import prepare_embedded
+
+    app_url, owner_url = prepare_embedded(db_url)
+    bound = run_doctor(Settings(_env_file=None, chat_model="none", database_url=app_url,
+                                database_owner_url=owner_url))
+    assert bound.database["row_level_security"].startswith("enforced")
+    superuser = run_doctor(Settings(_env_file=None, chat_model="none", database_url=db_url))
+    line = superuser.database["row_level_security"]
+    assert line.startswith("NOT enforced: role ") and "is a superuser" in line
+    assert "\n" not in line and "KRAG_DATABASE_OWNER_URL" in line
