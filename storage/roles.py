@@ -6,7 +6,7 @@ application's role (neither owns the tables nor bypasses row-level security).
   created before migration 0014 were the superuser's) and mark the operators the searches
   filter with ``LEAKPROOF`` (see :data:`LEAKPROOF`); returns the app's and owner's URLs.
 - :func:`grant_app`: run by the owner at every start: the app role's privileges on every
-  table and sequence (also those added by later migrations), none on the schema version.
+  table and sequence (also those added by later migrations), only SELECT on the schema version.
 - :func:`bypass_reason`: why a connection would not be subject to the policies (``krag
   doctor``), or None.
 """
@@ -96,7 +96,7 @@ def _hand_over(conn: object) -> None:
 
 def grant_app(conn: Connection, app_role: str) -> None:
     """The app role's privileges, granted by the owner: data statements on every table and
-    sequence of schema public (and on those created later by the owner), nothing on the
+    sequence of schema public (and on those created later by the owner), only SELECT on the
     schema version table. No TRUNCATE (it would skip the policies), no DDL."""
     role = '"' + app_role.replace('"', '""') + '"'
     missing = conn.execute(text(
@@ -117,7 +117,7 @@ def grant_app(conn: Connection, app_role: str) -> None:
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA public "
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}",
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO {role}",
-        f"REVOKE ALL ON {VERSION_TABLE} FROM {role}",
+        f"REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON {VERSION_TABLE} FROM {role}",
     ):
         conn.execute(text(sql))
 
