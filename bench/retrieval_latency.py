@@ -490,7 +490,13 @@ def open_store(superuser_url: str, **kwargs: Any) -> KnowledgeStore:
     """The store on the database of ``superuser_url`` as the product opens it: the
     application's role (bound by the row-level security policies), migrated by the owner
     (:func:`storage.roles.prepare_embedded`)."""
+    import psycopg
+
     app_url, owner_url = prepare_embedded(superuser_url)
+    with psycopg.connect(superuser_url, autocommit=True) as admin:  # for prewarm()
+        if admin.execute("SELECT 1 FROM pg_available_extensions "
+                         "WHERE name = 'pg_prewarm'").fetchone():
+            admin.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
     return KnowledgeStore.open(app_url, owner_url=owner_url, embedding_model=EMBED_MODEL,
                                embedding_dim=EMBED_DIM, **kwargs)
 
@@ -603,7 +609,11 @@ def prewarm(store: KnowledgeStore) -> dict[str, Any]:
         if not conn.execute(text("SELECT EXISTS (SELECT 1 FROM pg_available_extensions "
                                  "WHERE name = 'pg_prewarm')")).scalar():
             return {"skipped": "pg_prewarm is not available on this server"}
-        conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
+        if not conn.execute(text(
+                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm')")
+                ).scalar():
+            return {"skipped": "pg_prewarm is not installed in this database (a superuser "
+                    "can: CREATE EXTENSION pg_prewarm; open_store() does)"}
         rows = conn.execute(text("""
             SELECT c.relname, pg_prewarm(c.oid, 'read') AS blocks
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
