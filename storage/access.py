@@ -77,7 +77,6 @@ def for_scopes(read_scopes: Sequence[str], write_scope: str | None) -> Access:
     return Access(tuple(dict.fromkeys(read_scopes)), write_scope)
 
 
-_TUPLES_OK = 2  # psycopg.pq.ExecStatus.TUPLES_OK
 _current: ContextVar[Access | None] = ContextVar("krag_access", default=None)
 
 
@@ -107,7 +106,7 @@ def apply(dbapi_connection: Any) -> None:
     A plain transaction (no isolation level, read-only or deferrable option) is opened
     here with ``BEGIN`` and the settings in one round trip: psycopg sends its own ``BEGIN``
     only while the server reports no transaction, so the first statement then goes straight
-    in (otherwise every transaction of a query paid one more round trip, ~1 ms under load).
+    in (otherwise every transaction paid one more round trip; a retrieval runs ~15).
     Anything else: psycopg's own ``BEGIN``, then the settings as a statement of their own."""
     values = (current() or NO_ACCESS).settings()
     if _plain_begin(dbapi_connection):
@@ -118,9 +117,9 @@ def apply(dbapi_connection: Any) -> None:
         literals = [escape.escape_literal(v.encode()).decode() for v in values]
         result = pgconn.exec_((
             "BEGIN; " + _SET_SQL.replace("%s", "{}").format(*literals)).encode())
-        if result.status == _TUPLES_OK:
+        if result.status == pq.ExecStatus.TUPLES_OK:
             return
-        # failed (the cursor below raises psycopg's error, or succeeds on a retry)
+        # failed: the statement below raises psycopg's own error for it
     with dbapi_connection.cursor() as cur:
         cur.execute(_SET_SQL, values)
 
