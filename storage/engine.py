@@ -70,10 +70,23 @@ def make_engine(
     return engine
 
 
+_SET_STATEMENT = "SELECT set_config('krag.read_scopes' / 'krag.write_scope' / ...)"
+
+
 def _set_access(conn: Connection) -> None:
     """Every transaction starts with the request's access in its local settings (what the
-    row-level security policies read, :mod:`storage.access`); none installed: none."""
-    access.apply(conn.connection.dbapi_connection)
+    row-level security policies read, :mod:`storage.access`); none installed: none.
+
+    A failure goes through SQLAlchemy's own handling of a statement's error (its
+    ``_handle_dbapi_exception``: pinned SQLAlchemy, no public equivalent): a disconnect
+    invalidates the pool's connections and is raised ``connection_invalidated``, so callers
+    retry on a fresh one, and the ``handle_error`` hooks run."""
+    import psycopg
+
+    try:
+        access.apply(conn.connection.dbapi_connection)
+    except psycopg.Error as exc:
+        conn._handle_dbapi_exception(exc, _SET_STATEMENT, None, None, None)  # raises
 
 
 def _type_unreachable(engine: Engine, url: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 
 from storage import (
     access,
@@ -244,8 +245,14 @@ class KnowledgeStore:
         (install with :func:`storage.access.use_access`). A bad name is a one-line
         :class:`~storage.errors.InvalidInputError`."""
         scopes.check_name(scope)
-        with self.engine.connect() as conn:
-            chain = scopes.scope_chain(conn, scope)
+        for attempt in range(3):  # a pooled connection that died: retried on a fresh one
+            try:
+                with self.engine.connect() as conn:
+                    chain = scopes.scope_chain(conn, scope)
+                break
+            except DBAPIError as exc:
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
         return access.for_scopes(chain, scope)
 
     def held_scopes(self) -> list[str]:

@@ -17,17 +17,22 @@ from typing import Any
 
 from graph_flows.shared.resources import get_resources
 from storage.access import WHOLE_STORE, Access, current, use_access
+from storage.scopes import check_name
 
 
 @contextmanager
 def scope_access(scope: str, store: Any = None) -> Iterator[Access]:
     """Install the access of a request in ``scope`` (read it and its ancestors, write it)
-    for the block; a bad scope name is a one-line InvalidInputError before anything runs."""
-    store = store if store is not None else get_resources().store
+    for the block; a bad scope name is a one-line InvalidInputError before anything runs.
+    An access the caller installed already for this scope (a service around a graph run),
+    or whole-store access an admin operation chose explicitly, is kept."""
     current_access = current()
-    if current_access is not None and current_access.write_scope == scope:
-        yield current_access  # already this scope's (a service around a graph run)
+    if current_access is not None and (
+            current_access.whole_store or current_access.write_scope == scope):
+        check_name(scope)
+        yield current_access
         return
+    store = store if store is not None else get_resources().store
     with use_access(store.access_for(scope)) as installed:
         yield installed
 
