@@ -44,7 +44,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -58,13 +58,17 @@ from bench.memory import rss_mb
 from bench.synthetic import BenchQuery
 from graph_flows.query import analyze, nodes, retrieval, scoring
 from graph_flows.shared.heap import freeze_loaded
+from graph_flows.shared.threads import ContextThreadPool
 from storage import KnowledgeStore, search
+from storage.access import WHOLE_STORE, use_access
+from storage.engine import make_engine
+from storage.roles import prepare_embedded
 from storage.search import _E, _F
 
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "docs" / "bench"
 EMBED_MODEL, EMBED_DIM = "local:minilm", 384
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-bench-literal")
+_POOL = ContextThreadPool(max_workers=4, thread_name_prefix="krag-bench-literal")
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -482,6 +486,54 @@ def with_database(url: str, dbname: str) -> str:
     return urlunsplit(parts._replace(path=f"/{dbname}"))
 
 
+def open_store(superuser_url: str, **kwargs: Any) -> KnowledgeStore:
+    """The store on the database of ``superuser_url`` as the product opens it: the
+    application's role (bound by the row-level security policies), migrated by the owner
+    (:func:`storage.roles.prepare_embedded`)."""
+    import psycopg
+
+    app_url, owner_url = prepare_embedded(superuser_url)
+    with psycopg.connect(superuser_url, autocommit=True) as admin:  # for prewarm()
+        if admin.execute("SELECT 1 FROM pg_available_extensions "
+                         "WHERE name = 'pg_prewarm'").fetchone():
+            admin.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+    return KnowledgeStore.open(app_url, owner_url=owner_url, embedding_model=EMBED_MODEL,
+                               embedding_dim=EMBED_DIM, **kwargs)
+
+
+def compare_rls(app_engine: Any, bypass_engine: Any, scope: str,
+                queries: Sequence[BenchQuery], vectors: Sequence[list[float]],
+                cfg: retrieval.SearchConfig, passes: int, say: Any) -> dict[str, Any]:
+    """retrieve_knowledge's time per question with the policies (the application's role,
+    the request's access installed) and without (a superuser connection: the planner adds
+    no policy at all), alternated question by question, the order flipped every question
+    and every pass; also how many questions found other entities or facts either way."""
+    runs: dict[str, list[float]] = {"with_policies": [], "without_policies": []}
+    per_pass, differ = [], 0
+    for p in range(passes):
+        start = {k: len(v) for k, v in runs.items()}
+        for i, (q, v) in enumerate(zip(queries, vectors, strict=True)):
+            order = [("with_policies", app_engine), ("without_policies", bypass_engine)]
+            if (i + p) % 2:
+                order.reverse()
+            got = {}
+            for key, engine in order:
+                r = run_ours(engine, scope, q, v, cfg)
+                runs[key].append(r["knowledge_ms"])
+                got[key] = (r["entities"], r["facts"], r["passages"])
+            differ += got["with_policies"] != got["without_policies"]
+        per_pass.append({k: pct(v[start[k]:]) for k, v in runs.items()})
+        say(f"rls pass {p + 1}/{passes}: " + ", ".join(
+            f"{k} p95 {per_pass[-1][k]['p95']}" for k in runs))
+    both = {k: pct(v) for k, v in runs.items()}
+    return {"passes": passes, "questions_per_pass": len(queries),
+            "alternation": "per question; order flipped every question and every pass",
+            **{f"{k}_ms": v for k, v in both.items()},
+            "p50_ratio": round(both["with_policies"]["p50"] / both["without_policies"]["p50"], 3),
+            "p95_ratio": round(both["with_policies"]["p95"] / both["without_policies"]["p95"], 3),
+            "per_pass": per_pass, "questions_with_other_results": differ}
+
+
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
                      graph: synthetic.SyntheticGraph, log: Any) -> tuple[KnowledgeStore, dict]:
     """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``)."""
@@ -492,7 +544,7 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
         exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                (dbname,)).fetchone() is not None
     if reuse and exists:
-        store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+        store = open_store(url)
         with store.connect() as conn:
             stored = conn.execute(text(
                 "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
@@ -505,7 +557,7 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
     with psycopg.connect(server_url, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{dbname}"')
-    store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+    store = open_store(url)
     log(f"loading {params['entities']:,} entities / {params['relations']:,} relations "
         f"into {dbname}")
     load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log)
@@ -557,7 +609,11 @@ def prewarm(store: KnowledgeStore) -> dict[str, Any]:
         if not conn.execute(text("SELECT EXISTS (SELECT 1 FROM pg_available_extensions "
                                  "WHERE name = 'pg_prewarm')")).scalar():
             return {"skipped": "pg_prewarm is not available on this server"}
-        conn.execute(text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
+        if not conn.execute(text(
+                "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_prewarm')")
+                ).scalar():
+            return {"skipped": "pg_prewarm is not installed in this database (a superuser "
+                    "can: CREATE EXTENSION pg_prewarm; open_store() does)"}
         rows = conn.execute(text("""
             SELECT c.relname, pg_prewarm(c.oid, 'read') AS blocks
             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -622,6 +678,15 @@ def markdown(rep: dict[str, Any]) -> str:
         lit = rep["literal"]
         lines += [_row(f"literal seed recipe ({lit['queries']} queries)", lit["total_ms"]),
                   _row("ours on the same queries, same pass", lit["ours_same_queries_ms"])]
+    if "rls" in rep:
+        r = rep["rls"]
+        lines += ["", f"Row-level security ({r['passes']} passes x {r['questions_per_pass']} "
+                  f"questions, {r['alternation']}): p95 ratio **{r['p95_ratio']}**, p50 "
+                  f"ratio {r['p50_ratio']}; questions with other results either way: "
+                  f"{r['questions_with_other_results']}.", "",
+                  "| ms | n | p50 | p95 | p99 |", "|---|---|---|---|---|",
+                  _row("with the policies (application's role)", r["with_policies_ms"]),
+                  _row("without (superuser: no policy applied)", r["without_policies_ms"])]
     rec = o["recipe"]
     lines += ["", f"Recipe requested: {', '.join(rec['requested'])}; ran: "
               + ", ".join(f"{k} {v}" for k, v in rec["ran"].items())
@@ -689,22 +754,47 @@ def query_process(url: str, queries: Sequence[BenchQuery], warmup: Sequence[Benc
                   hash_embedder: bool, options: dict[str, Any]) -> dict[str, Any]:
     """:func:`benchmark` in a process of its own (spawned): what it holds is what a query
     process holds (store, embedding model, the queries), not the generated graph, so its
-    ``rss_after_queries`` is the query process's memory."""
+    ``rss_after_queries`` is the query process's memory. It connects as the application's
+    role with the synthetic scope's access, as a request does; ``rls_passes`` adds
+    :func:`compare_rls` against a superuser connection to ``url``."""
     if hash_embedder:
         embedder: Any = HashEmbedder()
     else:
         from graph_flows.shared.embeddings import MiniLMEmbeddings
 
         embedder = MiniLMEmbeddings()
-    store = KnowledgeStore.open(url, embedding_model=EMBED_MODEL, embedding_dim=EMBED_DIM)
+    rls_passes = options.pop("rls_passes", 0)
+    store = open_store(url)
     freeze_loaded()  # as a serving process does once loaded (graph_flows.shared.heap)
     try:
-        rep = benchmark(store.search_engine(60_000), synthetic.SCOPE, queries,
-                        embedder=embedder, warmup=warmup, log=log, **options)
+        with use_access(store.access_for(synthetic.SCOPE)):
+            app_engine = store.search_engine(60_000)
+            rep = benchmark(app_engine, synthetic.SCOPE, queries,
+                            embedder=embedder, warmup=warmup, log=log, **options)
+            if rls_passes:
+                rep["rls"] = _compare(url, app_engine, queries, warmup, embedder, rls_passes,
+                                      options.get("recipe"), options.get("max_hops"))
     finally:
         store.close()
     rep["query_process"] = {"pid": os.getpid(), "spawned": True}
     return rep
+
+
+def _compare(url: str, app_engine: Any, queries: Sequence[BenchQuery],
+             warmup: Sequence[BenchQuery], embedder: Any, passes: int, recipe: str | None,
+             max_hops: int | None) -> dict[str, Any]:
+    """:func:`compare_rls` with a superuser engine on ``url`` (warmed up like the other)."""
+    bypass = make_engine(url, statement_timeout_ms=60_000, pre_ping=False)
+    try:
+        cfg = search_config()
+        cfg = replace(cfg, recipe=recipe or cfg.recipe, max_hops=max_hops or cfg.max_hops)
+        vectors, _ = embed_queries(queries, embedder)
+        for q in warmup:
+            run_ours(bypass, synthetic.SCOPE, q, embedder.embed_query(asked(q)), cfg)
+        return compare_rls(app_engine, bypass, synthetic.SCOPE, queries, vectors, cfg,
+                           passes, log)
+    finally:
+        bypass.dispose()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -733,6 +823,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="SearchConfig.recipe for retrieve() (default: the query graph's)")
     ap.add_argument("--max-hops", type=int, default=None, choices=(1, 2, 3),
                     help="SearchConfig.max_hops for retrieve() (default: the query graph's)")
+    ap.add_argument("--rls-passes", type=int, default=0,
+                    help="then this many passes with and without the row-level security "
+                    "policies, alternated per question (compare_rls)")
     args = ap.parse_args(argv)
     label = size_label(args.entities)
     params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
@@ -741,7 +834,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
     queries = synthetic.generate_queries(graph, args.queries)
     warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
-    with bench_server(args.data_dir, args.database_url) as server_url:
+    with bench_server(args.data_dir, args.database_url) as server_url, \
+            use_access(WHOLE_STORE):  # the load and its maintenance span the store
         store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
                                        graph, log)
         log(f"load: {load}")
@@ -753,7 +847,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = {"literal_queries": args.literal_queries,
                    "explain_path": None if args.no_explain
                    else args.out_dir / f"explain_{label}.txt",
-                   "recipe": args.recipe, "max_hops": args.max_hops}
+                   "recipe": args.recipe, "max_hops": args.max_hops,
+                   "rls_passes": args.rls_passes}
         spawn = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool:
             rep = pool.submit(query_process, with_database(server_url, f"krag_bench_{label}"),

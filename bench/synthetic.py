@@ -608,7 +608,7 @@ def load_graph(
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     if rebuild_indexes:
-        with store.transaction() as conn:
+        with store.connect(autocommit=True) as conn:  # DDL: as the tables' owner
             for name in LOAD_INDEXES:
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
     layout = chunk_layout(graph, scope)

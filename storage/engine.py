@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Connection, Engine, create_engine, event, make_url, text
 from sqlalchemy.exc import ArgumentError, OperationalError
 
+from storage import access
 from storage.errors import DatabaseUnavailableError
 
 # Per-connection settings: custom plans always (generic plans made p99 explode in the
@@ -65,7 +66,27 @@ def make_engine(
             "or unset it to use the embedded Postgres."
         ) from None
     _type_unreachable(engine, url)
+    event.listen(engine, "begin", _set_access)
     return engine
+
+
+_SET_STATEMENT = "SELECT set_config('krag.read_scopes' / 'krag.write_scope' / ...)"
+
+
+def _set_access(conn: Connection) -> None:
+    """Every transaction starts with the request's access in its local settings (what the
+    row-level security policies read, :mod:`storage.access`); none installed: none.
+
+    A failure goes through SQLAlchemy's own handling of a statement's error (its
+    ``_handle_dbapi_exception``: pinned SQLAlchemy, no public equivalent): a disconnect
+    invalidates the pool's connections and is raised ``connection_invalidated``, so callers
+    retry on a fresh one, and the ``handle_error`` hooks run."""
+    import psycopg
+
+    try:
+        access.apply(conn.connection.dbapi_connection)
+    except psycopg.Error as exc:
+        conn._handle_dbapi_exception(exc, _SET_STATEMENT, None, None, None)  # raises
 
 
 def _type_unreachable(engine: Engine, url: str) -> None:

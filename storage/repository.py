@@ -8,14 +8,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import DBAPIError
 
 from storage import (
+    access,
     claims,
     documents,
     graph_writes,
     meta,
     migrate,
     resolution,
+    roles,
     scopes,
     stats,
     vectors,
@@ -54,8 +57,10 @@ class KnowledgeStore:
     :meth:`transaction` is passed in.
     """
 
-    def __init__(self, engine: Engine, embedding_model: str, embedding_dim: int) -> None:
+    def __init__(self, engine: Engine, embedding_model: str, embedding_dim: int,
+                 owner_engine: Engine | None = None) -> None:
         self.engine = engine
+        self.owner_engine = owner_engine or engine
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
         self._search_engines: dict[int, Engine] = {}
@@ -65,27 +70,37 @@ class KnowledgeStore:
     def open(
         cls, url: str, *, embedding_model: str, embedding_dim: int, pool_size: int = 10,
         statement_timeout_ms: int | None = None, check_embedding: bool = True,
+        owner_url: str | None = None,
     ) -> KnowledgeStore:
         """Connect, create/upgrade the schema and verify the embedding model matches.
 
+        ``url``: the application's role (subject to row-level security); ``owner_url``: the
+        tables' owner, which runs the migrations, grants the application's role its
+        privileges and runs the maintenance statements (default: ``url`` itself).
         ``check_embedding=False`` opens a store whose vectors come from another model (only
         to re-embed it).
         """
         engine = make_engine(url, pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
+        owner = None
         try:
-            meta.check_extensions_available(engine)
-            migrate.upgrade(engine, embedding_dim)
-            if check_embedding:
-                meta.check_or_record_embedding(engine, embedding_model, embedding_dim)
+            if owner_url and owner_url != url:
+                owner = make_engine(owner_url, pool_size=2)
+            with access.use_access(access.WHOLE_STORE):
+                _prepare_schema(owner or engine, engine, embedding_model, embedding_dim,
+                                check_embedding)
         except Exception:
             engine.dispose()
+            if owner is not None:
+                owner.dispose()
             raise
-        return cls(engine, embedding_model, embedding_dim)
+        return cls(engine, embedding_model, embedding_dim, owner)
 
     def close(self) -> None:
         for engine in self._search_engines.values():
             engine.dispose()
         self.engine.dispose()
+        if self.owner_engine is not self.engine:
+            self.owner_engine.dispose()
 
     def search_engine(self, timeout_ms: int) -> Engine:
         """A second pool for read-only searches: ``statement_timeout`` set on each connection
@@ -108,8 +123,9 @@ class KnowledgeStore:
     @contextmanager
     def connect(self, *, autocommit: bool = False) -> Iterator[Connection]:
         """A pooled connection for reads (nothing is committed for the caller);
-        ``autocommit=True`` for maintenance statements (ANALYZE, index builds)."""
-        with self.engine.connect() as conn:
+        ``autocommit=True`` for maintenance statements (ANALYZE, index builds), made as the
+        tables' owner."""
+        with (self.owner_engine if autocommit else self.engine).connect() as conn:
             if autocommit:
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
@@ -191,6 +207,11 @@ class KnowledgeStore:
             d, c, e, r = conn.execute(text(sql), {"s": scope}).one()
         return {"documents": d, "chunks": c, "entities": e, "relations": r}
 
+    def rls_bypass(self) -> str | None:
+        """Why the application's connections are not bound by the row-level security
+        policies (superuser, BYPASSRLS, table owner), or None (:mod:`storage.roles`)."""
+        return roles.bypass_reason(self.engine)
+
     def server_info(self) -> ServerInfo:
         with self.engine.connect() as conn:
             version = conn.execute(text("SHOW server_version")).scalar() or "?"
@@ -219,6 +240,21 @@ class KnowledgeStore:
         """(uri, chunk id, error) of failed chunks, most recent first."""
         return stats.failed_chunks(self.engine, scope, source, limit)
 
+    def access_for(self, scope: str) -> access.Access:
+        """The access of a request in ``scope``: read it and its ancestors, write it
+        (install with :func:`storage.access.use_access`). A bad name is a one-line
+        :class:`~storage.errors.InvalidInputError`."""
+        scopes.check_name(scope)
+        for attempt in range(3):  # a pooled connection that died: retried on a fresh one
+            try:
+                with self.engine.connect() as conn:
+                    chain = scopes.scope_chain(conn, scope)
+                break
+            except DBAPIError as exc:
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+        return access.for_scopes(chain, scope)
+
     def held_scopes(self) -> list[str]:
         """Scopes that hold entities (see :func:`storage.scopes.held_scopes`)."""
         with self.engine.connect() as conn:
@@ -229,13 +265,13 @@ class KnowledgeStore:
         return claims.release_worker_claims(self.engine, worker)
 
     def drop_vector_indexes(self) -> None:
-        """Drop the HNSW indexes before a large load (:func:`storage.vectors`)."""
-        with self.transaction() as conn:
+        """Drop the HNSW indexes before a large load (:func:`storage.vectors`), as owner."""
+        with self.owner_engine.begin() as conn:
             vectors.drop_vector_indexes(conn)
 
     def create_vector_indexes(self) -> None:
-        """(Re)create missing HNSW indexes."""
-        with self.transaction() as conn:
+        """(Re)create missing HNSW indexes (as the tables' owner)."""
+        with self.owner_engine.begin() as conn:
             vectors.create_vector_indexes(conn)
 
     # -- embeddings ------------------------------------------------------------------------
@@ -244,7 +280,7 @@ class KnowledgeStore:
 
         Callers then re-embed every entity, relation and chunk (``krag reembed``).
         """
-        with self.transaction() as conn:
+        with access.use_access(access.WHOLE_STORE), self.owner_engine.begin() as conn:
             for table in vectors.TABLES:
                 conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
                 conn.execute(text(
@@ -255,3 +291,18 @@ class KnowledgeStore:
                     "USING hnsw (embedding vector_cosine_ops)"))
             meta.write_meta(conn, embedding_model, embedding_dim)
         self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
+
+
+def _prepare_schema(owner: Engine, app: Engine, embedding_model: str, embedding_dim: int,
+                    check_embedding: bool) -> None:
+    """Migrate as the owner, grant the application's role (when another) its privileges,
+    record or check the embedding model."""
+    meta.check_extensions_available(owner)
+    migrate.upgrade(owner, embedding_dim)
+    if owner is not app:
+        app_role = roles.current_role(app)
+        if app_role != roles.current_role(owner):
+            with owner.begin() as conn:
+                roles.grant_app(conn, app_role)
+    if check_embedding:
+        meta.check_or_record_embedding(owner, embedding_model, embedding_dim)

@@ -102,7 +102,10 @@ def reset(conn: Connection, scope_names: Sequence[str] | None = None) -> None:
     """Forget the synonyms of every entity (of ``scope_names`` when given: both ends of
     their pairs), so :func:`fill` computes them again."""
     if scope_names is None:
-        conn.execute(text("TRUNCATE entity_synonyms, entity_synonyms_computed"))
+        # DELETE, not TRUNCATE: the application's role may not truncate (TRUNCATE skips
+        # the row-level security policies), so this needs whole-store access
+        conn.execute(text("DELETE FROM entity_synonyms"))
+        conn.execute(text("DELETE FROM entity_synonyms_computed"))
         return
     members = "(SELECT id FROM entities WHERE scope = ANY(:s))"
     for table, column in (("entity_synonyms", "entity_id"), ("entity_synonyms", "synonym_id"),

@@ -7,5 +7,6 @@ from tests.pg_fixtures import (  # noqa: F401
     pg_server_url,
     pg_template,
     store,
+    whole_store_access,
 )
 from tests.query_fixtures import resources, seeded_store  # noqa: F401,E402

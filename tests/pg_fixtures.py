@@ -17,6 +17,8 @@ import pytest
 from sqlalchemy import text
 
 from storage import KnowledgeStore, start_embedded, stop_embedded
+from storage.access import WHOLE_STORE, use_access
+from storage.roles import prepare_embedded
 
 TEST_DIM = 384
 TEST_MODEL = "local:minilm"
@@ -56,10 +58,27 @@ def pg_template(pg_server_url: str) -> str:
     with _admin(pg_server_url) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
         conn.execute(f"CREATE DATABASE {TEMPLATE}")
-    store = KnowledgeStore.open(with_database(pg_server_url, TEMPLATE),
-                                embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    store = open_app_store(with_database(pg_server_url, TEMPLATE))
     store.close()
     return TEMPLATE
+
+
+def open_app_store(superuser_url: str, **kwargs: Any) -> KnowledgeStore:
+    """A KnowledgeStore connected like the product's: as the application's role (subject to
+    row-level security), migrated as the owner (:func:`storage.roles.prepare_embedded`)."""
+    app_url, owner_url = prepare_embedded(superuser_url)
+    kwargs.setdefault("embedding_model", TEST_MODEL)
+    kwargs.setdefault("embedding_dim", TEST_DIM)
+    return KnowledgeStore.open(app_url, owner_url=owner_url, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def whole_store_access() -> Iterator[None]:
+    """Tests that call the store directly get whole-store access (product code never relies
+    on it: every entry point installs its request's access; tests of access install theirs,
+    which wins inside their block)."""
+    with use_access(WHOLE_STORE):
+        yield
 
 
 @pytest.fixture
@@ -90,8 +109,8 @@ def empty_db_url(pg_server_url: str) -> Iterator[str]:
 
 @pytest.fixture
 def store(db_url: str) -> Iterator[KnowledgeStore]:
-    """An open KnowledgeStore on a fresh database."""
-    s = KnowledgeStore.open(db_url, embedding_model=TEST_MODEL, embedding_dim=TEST_DIM)
+    """An open KnowledgeStore on a fresh database, connected as the application's role."""
+    s = open_app_store(db_url)
     try:
         yield s
     finally:

@@ -47,6 +47,7 @@ from graph_flows.indexing.nodes import (
 from graph_flows.indexing.resources import RECURSION_LIMIT
 from graph_flows.indexing.state import IndexingState, InputState, OutputState
 from graph_flows.shared.graph_input import refuse_unknown_keys
+from graph_flows.shared.scoped import scoped_node
 from storage import DatabaseUnavailableError
 
 
@@ -75,10 +76,12 @@ DB_RETRY = RetryPolicy(max_attempts=3, initial_interval=0.5, retry_on=lost_conne
 # -- assembly -------------------------------------------------------------------------------
 builder = StateGraph(IndexingState, context_schema=IndexingContext,
                      input_schema=InputState, output_schema=OutputState)
+# each node reads and writes the store with its run's scope's access (graph_flows.shared.scoped)
+_in_scope = scoped_node(lambda state: state.get("claim_scope") or state.get("scope"))
 for node in (prepare, sync_documents, validate):
-    builder.add_node(node)
+    builder.add_node(_in_scope(node))
 for node in (claim_batch, extract, resolve, write):
-    builder.add_node(node, retry_policy=DB_RETRY)
+    builder.add_node(_in_scope(node), retry_policy=DB_RETRY)
 builder.add_edge(START, "prepare")
 builder.add_edge("prepare", "sync_documents")
 builder.add_conditional_edges("sync_documents", after_sync)

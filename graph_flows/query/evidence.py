@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -40,6 +40,7 @@ import numpy as np
 from graph_flows.query import ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
+from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
 from storage import evidence, fulltext, scopes, search
 from storage.models import as_row
@@ -61,7 +62,7 @@ NO_CHUNK_VECTORS = ("recipe 'ppr' needs chunk embeddings, which this store has n
 
 # The split recipe's candidates run here, beside the PageRank steps: a thread of its own,
 # not the search pool, since it waits on statements it puts on that pool.
-_CANDIDATES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="krag-candidates")
+_CANDIDATES = ContextThreadPool(max_workers=2, thread_name_prefix="krag-candidates")
 
 Run = Callable[..., Any]
 """``run(name, fn, *args)``: the retrieval runner (metrics, retry, deadline; [] on failure)."""

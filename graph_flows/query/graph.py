@@ -23,6 +23,7 @@ from graph_flows.query.nodes import (
 )
 from graph_flows.query.state import QueryInput, QueryOutput, QueryState
 from graph_flows.shared.graph_input import refuse_unknown_keys
+from graph_flows.shared.scoped import scoped_node
 
 
 def after_context(
@@ -38,10 +39,10 @@ def after_context(
 
 builder = StateGraph(QueryState, context_schema=QueryContext, input_schema=QueryInput,
                      output_schema=QueryOutput)
-builder.add_node(analyze_query)
-builder.add_node(retrieve_knowledge)
-builder.add_node(build_context)
-builder.add_node(generate_response)
+# each node reads and writes the store with its run's scope's access (graph_flows.shared.scoped)
+_in_scope = scoped_node(lambda state: state.get("scope"))
+for node in (analyze_query, retrieve_knowledge, build_context, generate_response):
+    builder.add_node(_in_scope(node))
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")
 builder.add_edge("retrieve_knowledge", "build_context")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
+from graph_flows.shared.threads import ContextThreadPool
 from storage import search
 from storage.models import as_row
 
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 # The search pool: each method is one statement on a pooled connection of its own.
 # Four: on two cores more statements at once only slow each other (eight measured slower
 # for the ppr recipe on MuSiQue).
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="krag-search")
+_POOL = ContextThreadPool(max_workers=4, thread_name_prefix="krag-search")
 RECIPES = ("split", "rrf", "ppr")
 
 

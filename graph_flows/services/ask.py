@@ -15,6 +15,7 @@ from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
 from graph_flows.shared.resources import build_resources, get_resources, use_resources
+from graph_flows.shared.scoped import in_scope
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER, for_prompt
 from storage import facts
@@ -56,6 +57,7 @@ def run_query_streaming(
     return final
 
 
+@in_scope
 def ask(
     settings: Settings, question: str, on_token: Callable[[str], Any], *,
     scope: str | None = None, as_of: str | None = None, model: str | None = None,
@@ -77,6 +79,7 @@ def _check(ok: bool, message: str) -> None:
         raise RequestError(message)
 
 
+@in_scope
 def kag_query(
     scope: str, query: str, entities: list[str] | None = None, include_relations: bool = True,
     max_hops: int = 1, limit: int = 20, source_id: str | None = None,

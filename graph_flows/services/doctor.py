@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import make_url
 from sqlalchemy.exc import ArgumentError
 
+from graph_flows.shared.scoped import whole_store_access
 from graph_flows.shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,19 @@ def run_doctor(settings: Settings) -> DoctorReport:
     report.database["location"] = where
     try:
         store = open_store(settings)
-        info = store.server_info()
-        counts = store.counts()
+        with whole_store_access():  # counts over every scope
+            info = store.server_info()
+            counts = store.counts()
+            bypass = store.rls_bypass()
         store.close()
         report.database.update(
             reachable=True, server_version=info.version, extensions=info.extensions,
             schema_revision=info.schema_revision,
             embedding=f"{info.embedding_model} ({info.embedding_dim}-d)", **counts)
+        report.database["row_level_security"] = (
+            "enforced: the application's role is bound by the scope policies" if bypass is None
+            else f"NOT enforced: {bypass}; connect KRAG_DATABASE_URL as a role that neither "
+            "owns the tables nor bypasses RLS, and give the owner as KRAG_DATABASE_OWNER_URL")
     except StorageError as exc:
         log.warning("doctor: database check failed", exc_info=True)
         report.database.update(reachable=False, error=str(exc))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from graph_flows.shared.scoped import in_scope
 from storage import KnowledgeStore, search
 from storage.ids import normalize_name
 from storage.scopes import scope_chain
@@ -15,6 +16,7 @@ from storage.scopes import scope_chain
 log = logging.getLogger(__name__)
 
 
+@in_scope
 def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10) -> list[Any]:
     """Entities of ``scope`` or its ancestors whose name matches ``term`` (exact, substring,
     then trigram-fuzzy)."""
@@ -32,6 +34,7 @@ def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10)
     return list(seen.values())[:limit]
 
 
+@in_scope
 def neighbourhood(store: KnowledgeStore, scope: str, entity_id: str,
                   limit: int = 30) -> dict[str, Any]:
     """An entity, its facts (with both endpoint names) and its neighbours ({} if unknown)."""

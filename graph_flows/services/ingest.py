@@ -30,6 +30,8 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
+from graph_flows.shared.scoped import scope_access, whole_store_access
+from graph_flows.shared.threads import in_context
 from graph_flows.shared.untrusted import scan_chunk
 from storage import fulltext, injection_spans, synonyms
 from storage.claims import local_worker_id
@@ -76,7 +78,8 @@ def release_own_claims(worker_id: str | None = None) -> int:
     an unreachable database is reported by the run itself)."""
     try:
         store = runtime.get_resources().store
-        return store.release_worker_claims(worker_id or local_worker_id())
+        with whole_store_access():  # this worker's claims, in whichever scope
+            return store.release_worker_claims(worker_id or local_worker_id())
     except Exception:  # noqa: BLE001 - best effort, see above
         log.debug("releasing this process's claims failed", exc_info=True)
         return 0
@@ -95,10 +98,19 @@ def ingest(
     end (much faster for large loads; vector search scans meanwhile). Every ingest ends by
     (re)creating missing vector indexes, so a killed deferred run is repaired by the next.
     """
-    from graph_flows.indexing.nodes import run_sources
 
     res = get_resources(context)
     scope = inputs.get("scope") or res.settings.scope
+    with scope_access(scope, res.store):
+        return _ingest(inputs, context, res, scope, workers, on_progress, poll_s, defer_index)
+
+
+def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: str,
+            workers: int, on_progress: Progress | None, poll_s: float, defer_index: bool,
+            ) -> dict[str, Any]:
+    """:func:`ingest` with the scope's access installed."""
+    from graph_flows.indexing.nodes import run_sources
+
     sources = run_sources(inputs)
     poller = _Poller(res.store, scope, sources, on_progress, poll_s) if on_progress else None
     if poller:
@@ -207,7 +219,8 @@ class _Poller:
         self.store, self.scope, self.callback, self.interval = store, scope, callback, interval
         self.sources = list(sources) or None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ingest-progress", daemon=True)
+        self._thread = threading.Thread(target=in_context(self._run), name="ingest-progress",
+                                        daemon=True)
         self._base_calls: int | None = None
 
     def start(self) -> None:

@@ -7,7 +7,9 @@ text says what to change.
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from graph_flows.indexing.context import IndexingContext
@@ -21,6 +23,7 @@ from graph_flows.services.errors import RequestError
 from graph_flows.services.records import iso
 from graph_flows.shared.dates import DateParseError, parse_date, require_date
 from graph_flows.shared.resources import get_resources
+from graph_flows.shared.scoped import scope_access
 from storage import EntityIn, RelationIn, facts, search
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,15 @@ def _date(value: str | None, field: str) -> Any:
         raise RequestError(str(exc)) from None
 
 
+def _tool_scope(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool method runs with its scope's access (read it and its ancestors, write it)."""
+    @functools.wraps(method)
+    def run(self: KnowledgeTools, *args: Any, **kwargs: Any) -> Any:
+        with scope_access(self.scope):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class KnowledgeTools:
     """kag_query, recall, remember and correct bound to one scope; ``read_only`` refuses
     remember and correct (a read-only MCP token) before anything is read or written."""
@@ -76,6 +88,7 @@ class KnowledgeTools:
         """The scope every tool reads and writes (default: the configured scope)."""
         return self._scope or get_resources().settings.scope
 
+    @_tool_scope
     def kag_query(self, query: str, entities: list[str] | None = None,
                   include_relations: bool = True, max_hops: int = 1, limit: int = 20,
                   source_id: str | None = None, recipe: str | None = None) -> dict[str, Any]:
@@ -91,6 +104,7 @@ class KnowledgeTools:
                              source_id, recipe)
 
     # -- recall ----------------------------------------------------------------------------
+    @_tool_scope
     def recall(self, query: str, limit: int = 10, as_of: str | None = None) -> dict[str, Any]:
         """Facts matching ``query`` (text LIKE + vector), valid now or at ``as_of``."""
         _check(1 <= limit <= MAX_RECALL, f"limit must be 1..{MAX_RECALL}, got {limit}.")
@@ -124,6 +138,7 @@ class KnowledgeTools:
                 "total": len(out), "errors": errors}
 
     # -- remember --------------------------------------------------------------------------
+    @_tool_scope
     def remember(
         self, subject: str, predicate: str, object: str, fact: str,  # noqa: A002
         subject_type: str | None = None, object_type: str | None = None,
@@ -198,6 +213,7 @@ class KnowledgeTools:
         return ents, relation, info
 
     # -- correct ---------------------------------------------------------------------------
+    @_tool_scope
     def correct(
         self, fact_id: str, reason: str = "", replacement: str | None = None
     ) -> dict[str, Any]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 
+from graph_flows.shared.scoped import whole_store_access
 from storage import KnowledgeStore, synonyms
 from storage import scopes as scope_store
 
 log = logging.getLogger(__name__)
 
 
+@whole_store_access()  # the scope and its descendants' synonym edges
 def set_parent(store: KnowledgeStore, name: str, parent: str | None) -> list[str]:
     """Declare ``name`` (a root, or a child of ``parent``); its chain, nearest first. The
     synonym edges of the entities of ``name`` and its descendants are computed again.
@@ -23,12 +25,14 @@ def set_parent(store: KnowledgeStore, name: str, parent: str | None) -> list[str
     return chain
 
 
+@whole_store_access()  # an admin's listing: scopes holding documents
 def list_scopes(store: KnowledgeStore) -> list[tuple[str, str | None]]:
     """Declared scopes and scopes holding documents, with their parents."""
     with store.connect() as conn:
         return scope_store.list_scopes(conn)
 
 
+@whole_store_access()  # scopes holding entities (the UI's scope picker)
 def scope_chains(store: KnowledgeStore, default: str) -> dict[str, list[str]]:
     """Every known scope (declared, holding documents or entities, or ``default``), sorted by
     name, mapped to its chain: the scope, then its ancestors, nearest first."""

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from graph_flows.shared import resources as runtime
+from graph_flows.shared.scoped import in_scope, scope_access, whole_store_access
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore, search
 from storage.models import RemovalReport
@@ -40,13 +41,24 @@ class StatusReport:
 def status(scope: str | None = None) -> StatusReport:
     """Per source of ``scope`` (all scopes when None): documents, chunks, graph, LLM usage."""
     store = runtime.get_resources().store
-    model, dim = store.embedding_info()
-    return StatusReport(model, dim, store.source_stats(scope),
-                        store.failed_chunks(scope, limit=SHOWN_FAILED_CHUNKS))
+    # every scope (`krag status` without --scope): an admin's view of the whole store
+    with whole_store_access() if scope is None else scope_access(scope, store):
+        model, dim = store.embedding_info()
+        return StatusReport(model, dim, store.source_stats(scope),
+                            store.failed_chunks(scope, limit=SHOWN_FAILED_CHUNKS))
 
 
-def fact_documents(store: KnowledgeStore, fact_ids: list[str]) -> dict[str, list[dict[str, str]]]:
-    """The documents each fact was extracted from: fact id -> [{source, uri, title}]."""
+@in_scope
+def scope_counts(store: KnowledgeStore, scope: str) -> dict[str, int]:
+    """Documents, chunks, entities and relations of ``scope`` itself."""
+    return store.counts(scope)
+
+
+@in_scope
+def fact_documents(store: KnowledgeStore, scope: str, fact_ids: list[str]
+                   ) -> dict[str, list[dict[str, str]]]:
+    """The documents each fact of ``scope`` (or its ancestors) was extracted from: fact id
+    -> [{source, uri, title}]."""
     with store.connect() as conn:
         return search.fact_sources(conn, fact_ids)
 
@@ -55,7 +67,9 @@ def remove(source: str, scope: str | None = None) -> RemovalReport:
     """Delete a source of ``scope`` (default: the configured one) and what only it supported;
     an unknown source raises :class:`storage.NotFoundError`."""
     res = runtime.get_resources()
-    return res.store.remove_source(scope or res.settings.scope, source)
+    scope = scope or res.settings.scope
+    with scope_access(scope, res.store):  # a source of the scope itself (its write scope)
+        return res.store.remove_source(scope, source)
 
 
 @dataclass
@@ -70,6 +84,7 @@ class ReembedPlan:
         return self.stored != self.target
 
 
+@whole_store_access()  # every scope's vectors
 def reembed(
     settings: Settings, *, batch_size: int = 64,
     on_plan: Callable[[ReembedPlan], Any] | None = None,
@@ -90,7 +105,7 @@ def reembed(
             on_plan(plan)
         if plan.switching:
             log.info("switching stored vectors from %s to %s", plan.stored, plan.target)
-            store.reset_embeddings(settings.embedding_model, dim)
+            store.reset_embeddings(settings.embedding_model, dim)  # whole store, as owner
         return reembed_all(store, embeddings, batch_size=batch_size, on_progress=on_progress)
     finally:
         store.close()

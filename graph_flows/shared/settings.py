@@ -39,6 +39,11 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL URL (>= 14 with pgvector and pg_trgm). Unset: embedded Postgres.",
     )
+    database_owner_url: str | None = Field(
+        default=None,
+        description="URL of the tables' owner (runs migrations, grants the role of "
+        "database_url its privileges). Unset: database_url itself.",
+    )
     data_dir: Path = Field(
         default=Path(".krag"),
         description="Local state (embedded cluster, UI uploads). Default: .krag/ under the "
@@ -87,7 +92,7 @@ class Settings(BaseSettings):
             raise ValueError(f"must be {EMBEDDING_MODEL_HELP}")
         return v.strip()
 
-    @field_validator("database_url")
+    @field_validator("database_url", "database_owner_url")
     @classmethod
     def _check_url(cls, v: str | None) -> str | None:
         if v is None or not v.strip():

@@ -3,14 +3,19 @@ before measuring (bench.retrieval_latency.prewarm), on a real server."""
 
 from __future__ import annotations
 
+import psycopg
+
 from bench.retrieval_latency import prewarm
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from storage import KnowledgeStore
 from tests.evidence_corpus import write_corpus
 
 
-def test_prewarm_reads_the_tables_and_their_indexes(store: KnowledgeStore) -> None:
+def test_prewarm_reads_the_tables_and_their_indexes(store: KnowledgeStore, db_url: str) -> None:
     write_corpus(store, MiniLMEmbeddings())
+    assert "skipped" in prewarm(store)  # the extension is a superuser's to create
+    with psycopg.connect(db_url, autocommit=True) as admin:  # as bench open_store() does
+        admin.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
     out = prewarm(store)
     if "skipped" in out:  # an external server without the extension says so
         assert "pg_prewarm" in out["skipped"]

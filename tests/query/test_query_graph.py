@@ -122,7 +122,7 @@ def test_missing_endpoints_are_fetched(seeded_store) -> None:
 
 
 def test_failed_method_degrades_and_is_reported(seeded_store) -> None:
-    with seeded_store.transaction() as c:
+    with seeded_store.connect(autocommit=True) as c:  # DDL: as the tables' owner
         c.execute(text("DROP TABLE entity_words"))
     r = _retrieve(seeded_store, ["Lovelace"])
     assert "entity_trigram" in r.metrics["errors"]

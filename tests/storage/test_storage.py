@@ -203,7 +203,7 @@ def big_store(store: KnowledgeStore) -> KnowledgeStore:
                      vec(str(i)) if i < 2000 else None, (c1,))
             for i in range(12000)]
     store.write_graph(ents, [])
-    with store.transaction() as conn:
+    with store.connect(autocommit=True) as conn:  # maintenance: as the tables' owner
         conn.execute(text("ANALYZE entities"))
     return store
 

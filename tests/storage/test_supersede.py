@@ -20,6 +20,7 @@ from graph_flows.query.retrieval import SearchConfig, retrieve
 from graph_flows.services import ingest as runner
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.shared.threads import in_context
 from storage import KnowledgeStore, ids
 from storage.models import DocumentIn, EntityIn, RelationIn
 
@@ -174,10 +175,10 @@ def test_concurrent_writers_leave_exactly_one_open_fact(store: KnowledgeStore) -
         with store.transaction() as conn:
             graph_writes.upsert_relations(conn, [_ceo(BOB, None, b)])
 
-    t = threading.Thread(target=first)
+    t = threading.Thread(target=in_context(first))  # the test's whole-store access
     t.start()
     assert held.wait(10)
-    second = threading.Thread(target=then)
+    second = threading.Thread(target=in_context(then))
     second.start()
     second.join(1.0)
     assert second.is_alive()  # blocked on the group's lock, not racing past it

@@ -170,6 +170,12 @@ def neighbourhood(resources: Resources, scope: str, entity_id: str,
     return explore.neighbourhood(resources.store, scope, entity_id, limit)
 
 
-def fact_documents(resources: Resources, fact_ids: list[str]) -> dict[str, list[dict[str, str]]]:
-    """The documents each fact was extracted from (services.sources)."""
-    return sources.fact_documents(resources.store, fact_ids)
+def fact_documents(resources: Resources, scope: str, fact_ids: list[str]
+                   ) -> dict[str, list[dict[str, str]]]:
+    """The documents each fact of ``scope`` was extracted from (services.sources)."""
+    return sources.fact_documents(resources.store, scope, fact_ids)
+
+
+def scope_counts(resources: Resources, scope: str) -> dict[str, int]:
+    """Documents, chunks, entities and relations of ``scope`` (services.sources)."""
+    return sources.scope_counts(resources.store, scope)

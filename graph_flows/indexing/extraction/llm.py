@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -39,6 +38,7 @@ from pydantic import ValidationError
 from graph_flows.indexing.extraction.rules import extract_rules, extract_rules_batch
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import sanitize_for_prompt
+from graph_flows.shared.threads import ContextThreadPool
 from prompts import load_prompt, render, split_roles
 
 if TYPE_CHECKING:
@@ -204,7 +204,7 @@ def extract_batch(
                 for c, ex in zip(chunks, batch, strict=True)]
     runnable = structured(model)
     workers = max(1, min(concurrency, len(chunks)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract") as pool:
+    with ContextThreadPool(max_workers=workers, thread_name_prefix="extract") as pool:
         futures = [pool.submit(extract_with_llm, runnable, c) for c in chunks]
         try:
             results = [f.result() for f in futures]

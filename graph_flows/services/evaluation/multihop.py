@@ -45,6 +45,7 @@ from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from graph_flows.shared.scoped import scope_access
 from storage import injection_spans
 from storage.evidence import chunk_rows, fill_chunk_embeddings
 from storage.fulltext import ChunkText, bm25_chunks, entity_documents, scope_chunks
@@ -116,7 +117,7 @@ def run_multihop(
     check_gold(Path(questions), asked, {p.id for p in passages})
     run = _Run(replace(resources, chat_override=NO_LLM), scope or eval_scope(corpus, mode),
                {p.id: p for p in passages}, asked, on_progress or _silent)
-    with use_resources(run.res):
+    with use_resources(run.res), scope_access(run.scope, run.res.store):
         ingest_report = _ingest_with(run, resources, mode, passages)
         with run.res.store.connect() as conn:
             chunks = scope_chunks(conn, run.scope)

@@ -40,7 +40,7 @@ def sidebar(settings: Any, resources: Any, error: str | None) -> str:
 def show_statistics(resources: Any, scope: str) -> None:
     """Documents, chunks, entities and relations of ``scope`` as metrics."""
     try:
-        counts = resources.store.counts(scope)
+        counts = backend.scope_counts(resources, scope)
     except Exception as exc:  # noqa: BLE001 - statistics are informative only
         log.warning("statistics unavailable", exc_info=True)
         st.caption(f"statistics unavailable ({md(backend.friendly_error(exc))})")

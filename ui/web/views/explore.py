@@ -49,7 +49,8 @@ def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
                                                  for n in hood["neighbours"]]
     components.render_mermaid(build_mermaid(nodes, hood["facts"]))
-    show_facts(hood["facts"], backend.fact_documents(resources, [f["id"] for f in hood["facts"]]))
+    show_facts(hood["facts"], backend.fact_documents(resources, scope,
+                                                       [f["id"] for f in hood["facts"]]))
     if hood["neighbours"]:
         st.markdown("**Neighbours**")
         cols = st.columns(3)

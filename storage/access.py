@@ -1,0 +1,133 @@
+"""Which scopes the current request may read and write: what PostgreSQL's row-level
+security policies enforce (migration 0014).
+
+A request installs its :class:`Access` with :func:`use_access` (a
+:class:`~contextvars.ContextVar`, so it belongs to the request's context and never to the
+process). At the start of every transaction the storage engine copies it into three
+transaction-local settings (:func:`apply`, ``set_config(name, value, true)`` = ``SET
+LOCAL``) that the policies read:
+
+- ``krag.read_scopes``: the readable scope names joined with ``,`` (a scope name is
+  letters, digits and ``-_.:/`` only, :func:`storage.scopes.check_name`, so ``,`` cannot
+  occur in one);
+- ``krag.write_scope``: the one writable scope (empty: none);
+- ``krag.all_scopes``: ``on`` for :data:`WHOLE_STORE`, the explicit whole-store access
+  of admin operations (status over all scopes, removal, re-embedding, migrations, workers
+  claiming any scope's chunks).
+
+No access installed: the settings are empty and the policies show no scoped row and
+accept no write (fail closed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
+from dataclasses import dataclass
+from typing import Any
+
+from storage.scopes import check_name
+
+READ_SETTING = "krag.read_scopes"
+WRITE_SETTING = "krag.write_scope"
+ALL_SETTING = "krag.all_scopes"
+SEPARATOR = ","
+
+_SET_SQL = (
+    f"SELECT set_config('{READ_SETTING}', %s, true), set_config('{WRITE_SETTING}', %s, true), "
+    f"set_config('{ALL_SETTING}', %s, true)")
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Readable scopes, the writable scope (or None), or the whole store."""
+
+    read_scopes: tuple[str, ...]
+    write_scope: str | None
+    whole_store: bool = False
+
+    def __post_init__(self) -> None:
+        """Check every name (a one-line InvalidInputError for ``*``, quotes, empty ...)."""
+        from storage.errors import InvalidInputError
+
+        for name in self.read_scopes:
+            check_name(name)
+        if self.write_scope is not None:
+            check_name(self.write_scope)
+            if self.write_scope not in self.read_scopes:
+                raise InvalidInputError(
+                    f"write scope {self.write_scope!r} is not among the readable scopes; a "
+                    "request writes its own scope only")
+
+    def settings(self) -> tuple[str, str, str]:
+        """The values of ``krag.read_scopes``, ``krag.write_scope``, ``krag.all_scopes``."""
+        return (SEPARATOR.join(self.read_scopes), self.write_scope or "",
+                "on" if self.whole_store else "off")
+
+
+WHOLE_STORE = Access((), None, whole_store=True)
+NO_ACCESS = Access((), None)
+
+
+def for_scopes(read_scopes: Sequence[str], write_scope: str | None) -> Access:
+    """Access reading ``read_scopes`` and writing ``write_scope`` (which must be one of
+    them); every name is checked (:func:`storage.scopes.check_name`: a one-line
+    :class:`~storage.errors.InvalidInputError` for an empty name, ``*``, quotes, ...)."""
+    return Access(tuple(dict.fromkeys(read_scopes)), write_scope)
+
+
+_current: ContextVar[Access | None] = ContextVar("krag_access", default=None)
+
+
+def current() -> Access | None:
+    """The access installed for this context, or None (fail closed)."""
+    return _current.get()
+
+
+@contextmanager
+def use_access(access: Access) -> Iterator[Access]:
+    """Install ``access`` for the transactions this context starts until the block ends."""
+    token = _current.set(access)
+    try:
+        yield access
+    finally:
+        try:
+            _current.reset(token)
+        except ValueError:  # ended in another context (a generator closed elsewhere)
+            old = token.old_value
+            _current.set(None if old is Token.MISSING else old)
+
+
+def apply(dbapi_connection: Any) -> None:
+    """Copy the current access into the transaction-local settings of the transaction
+    ``dbapi_connection`` (psycopg) is starting (the engine's ``begin`` event).
+
+    A plain transaction (no isolation level, read-only or deferrable option) is opened
+    here with ``BEGIN`` and the settings in one round trip: psycopg sends its own ``BEGIN``
+    only while the server reports no transaction, so the first statement then goes straight
+    in (otherwise every transaction paid one more round trip; a retrieval runs ~15).
+    Anything else: psycopg's own ``BEGIN``, then the settings as a statement of their own."""
+    values = (current() or NO_ACCESS).settings()
+    if _plain_begin(dbapi_connection):
+        from psycopg import pq
+
+        pgconn = dbapi_connection.pgconn
+        escape = pq.Escaping(pgconn)
+        literals = [escape.escape_literal(v.encode()).decode() for v in values]
+        result = pgconn.exec_((
+            "BEGIN; " + _SET_SQL.replace("%s", "{}").format(*literals)).encode())
+        if result.status == pq.ExecStatus.TUPLES_OK:
+            return
+        # failed: the statement below raises psycopg's own error for it
+    with dbapi_connection.cursor() as cur:
+        cur.execute(_SET_SQL, values)
+
+
+def _plain_begin(conn: Any) -> bool:
+    """Whether psycopg would open the transaction with a bare ``BEGIN`` and has not yet."""
+    from psycopg import pq
+
+    return (not conn.autocommit and conn.isolation_level is None and conn.read_only is None
+            and conn.deferrable is None
+            and conn.pgconn.transaction_status == pq.TransactionStatus.IDLE)
