@@ -24,10 +24,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from graph_flows.services import scopes as scope_service
 from graph_flows.services import tokens
-from storage import KnowledgeStore
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from tests.pg_fixtures import execute, rows
 from tests.procs import free_port, run_cli, stop_process
-from tests.query_fixtures import seed_graph
+from tests.query_fixtures import _EMBEDDER, seed_graph
 from ui.hosts import is_loopback, ui_exposure_warning
 from ui.mcp import build_server
 from ui.mcp_auth import StoreTokenVerifier, auth_settings, decide_http
@@ -248,8 +248,25 @@ def two_teams(store: KnowledgeStore) -> KnowledgeStore:
     """org (the graph) > team-a (nothing of its own); team-b with its own copy."""
     seed_graph(store, scope="org", source="org-history")
     seed_graph(store, scope="team-b", source="b-history")
+    _team_b_only(store)
     scope_service.set_parent(store, "team-a", "org")
     return store
+
+
+B_ONLY = "Grace Hopper created the COBOL language at Remington Rand."
+
+
+def _team_b_only(store: KnowledgeStore) -> None:
+    """A fact, its entities and its passage that only team-b holds."""
+    doc = DocumentIn(scope="team-b", source="b-only", uri="hopper.md",
+                     content_hash=ids.content_hash(B_ONLY), title="hopper")
+    (chunk,) = store.sync_document(doc, [B_ONLY]).new_chunk_ids
+    hopper, cobol = (EntityIn(n, t, "team-b", s, 0.9, _EMBEDDER.embed_query(n), (chunk,))
+                     for n, t, s in (("Grace Hopper", "person", "A computer scientist."),
+                                     ("COBOL", "technology", "A programming language.")))
+    store.write_graph([hopper, cobol], [RelationIn(
+        hopper.id, "created", cobol.id, B_ONLY, "team-b", 0.9, _EMBEDDER.embed_query(B_ONLY),
+        chunk_ids=(chunk,))])
 
 
 @pytest.fixture
@@ -373,6 +390,14 @@ def test_token_scope_wins_over_server_scope_and_arguments(
             assert "no source 'b-history' in scope 'team-a'" in await _error(
                 client, "kag_query", {"query": "Ada", "source_id": "b-history"})
             assert "no fact" in await _error(client, "correct", {"fact_id": team_b_fact})
+            # team-b's own names as the question and as entity hints: nothing of team-b
+            for recipe in ("ppr", "split"):
+                hopper = await _call(client, "kag_query", {
+                    "query": "What did Grace Hopper create?", "recipe": recipe,
+                    "entities": ["Grace Hopper", "COBOL", team_b_fact]})
+                assert "Hopper" not in json.dumps(hopper["relations"] + hopper["entities"]
+                                                  + hopper.get("passages", []))
+                assert "COBOL" not in hopper["context"], hopper["context"]
             stored = await _call(client, "remember", {
                 "subject": "Team A", "predicate": "uses", "object": "PostgreSQL",
                 "fact": "Team A uses PostgreSQL."})
@@ -381,6 +406,13 @@ def test_token_scope_wins_over_server_scope_and_arguments(
             assert [f["id"] for f in mine["facts"]] == [stored["fact_id"]]
             return {"query": got, "recall": mine, "stored": stored}
 
+    async def team_b_sees_it() -> dict[str, Any]:  # the same call finds it for team-b
+        async with _client(server, tokens.create_token(two_teams, "team-b").token) as client:
+            return await _call(client, "kag_query", {
+                "query": "What did Grace Hopper create?", "recipe": "split",
+                "entities": ["Grace Hopper", "COBOL"]})
+
+    assert "COBOL" in asyncio.run(team_b_sees_it())["context"]
     out = asyncio.run(scenario())
     seen = [r["id"] for r in out["query"]["relations"]] + [
         f["id"] for f in out["recall"]["facts"]]
