@@ -32,9 +32,11 @@ DOCKERIGNORE = ROOT / ".dockerignore"
 INITDB_SQL = ROOT / "docker" / "initdb" / "001-extensions.sql"
 
 # KRAG_* names that only docker-compose.yml interpolates; krag itself never reads them.
-COMPOSE_ONLY_VARS = {"KRAG_DB_PASSWORD", "KRAG_OLLAMA_MODEL"}
+COMPOSE_ONLY_VARS = {"KRAG_DB_PASSWORD", "KRAG_DB_APP_PASSWORD", "KRAG_DB_OWNER_PASSWORD",
+                     "KRAG_OLLAMA_MODEL"}
 KRAG_SERVICES = ("app", "langgraph")
-OVERRIDES = {"KRAG_DB_PASSWORD": "s3cret", "KRAG_OLLAMA_MODEL": "llama3.1:8b"}
+OVERRIDES = {"KRAG_DB_PASSWORD": "s3cret", "KRAG_DB_APP_PASSWORD": "app-s3cret",
+             "KRAG_DB_OWNER_PASSWORD": "owner-s3cret", "KRAG_OLLAMA_MODEL": "llama3.1:8b"}
 
 _KRAG_NAME_RE = re.compile(r"\bKRAG_[A-Z0-9_]+\b")
 _ENV_LINE_RE = re.compile(r"^(#\s*)?(KRAG_[A-Z0-9_]+)=(.*)$")
@@ -120,12 +122,16 @@ def test_krag_env_points_at_the_compose_services(tmp_path: Path, shell_env: dict
     assert services["app"]["environment"] == services["langgraph"]["environment"]
     for name in KRAG_SERVICES:
         env = services[name]["environment"]
-        url = urlsplit(env["KRAG_DATABASE_URL"])
-        assert (url.scheme, url.hostname, url.port) == ("postgresql", "postgres", 5432)
-        assert url.username == pg_env["POSTGRES_USER"]
-        assert url.password == pg_env["POSTGRES_PASSWORD"] == shell_env.get(
-            "KRAG_DB_PASSWORD", "krag")
-        assert url.path == "/" + pg_env["POSTGRES_DB"]
+        for key, role, password in (
+                ("KRAG_DATABASE_URL", "krag_app", "KRAG_DB_APP_PASSWORD"),
+                ("KRAG_DATABASE_OWNER_URL", "krag_owner", "KRAG_DB_OWNER_PASSWORD")):
+            url = urlsplit(env[key])  # the roles docker/initdb/002-roles.sh creates
+            assert (url.scheme, url.hostname, url.port) == ("postgresql", "postgres", 5432)
+            assert url.username == role != pg_env["POSTGRES_USER"]
+            assert url.password == pg_env[password] == shell_env.get(
+                password, role.replace("_", "-"))
+            assert url.path == "/" + pg_env["POSTGRES_DB"]
+        assert pg_env["POSTGRES_PASSWORD"] == shell_env.get("KRAG_DB_PASSWORD", "krag")
         host = urlsplit(env["KRAG_OLLAMA_HOST"])
         assert (host.scheme, host.hostname, host.port) == ("http", "ollama", 11434)
         assert env["KRAG_CHAT_MODEL"] == f"ollama:{model}"
