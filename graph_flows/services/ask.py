@@ -123,7 +123,7 @@ def kag_query(
     if passages:
         text += "\n\n## Passages\n" + sections.passages_text(passages)
     if withheld["passages"]:
-        text += "\n\n" + withheld_notice(withheld)
+        text += "\n\nNote: " + withheld_notice(withheld)
     out = {
         "scope": scope, "query": state.get("query", query),
         "entities": [entity_record(e) for e in ents],
@@ -147,7 +147,7 @@ def withheld_counts(passages: Sequence[dict[str, Any]]) -> dict[str, int]:
 def withheld_notice(counts: dict[str, int]) -> str:
     """One line for people and agents: passages were partly withheld, and why."""
     n = counts["passages"]
-    return (f"Note: {n} passage{'s' if n != 1 else ''} partly withheld: instruction-like text "
+    return (f"{n} passage{'s' if n != 1 else ''} partly withheld: instruction-like text "
             f"in the source documents is shown as {MARKER} (docs/SECURITY.md).")
 
 
