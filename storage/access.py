@@ -22,12 +22,14 @@ accept no write (fail closed).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from storage.scopes import check_name
+
+T = TypeVar("T")
 
 READ_SETTING = "krag.read_scopes"
 WRITE_SETTING = "krag.write_scope"
@@ -86,17 +88,23 @@ def current() -> Access | None:
 
 
 @contextmanager
-def use_access(access: Access) -> Iterator[Access]:
-    """Install ``access`` for the transactions this context starts until the block ends."""
-    token = _current.set(access)
+def installed(var: ContextVar[T | None], value: T) -> Iterator[T]:
+    """``value`` set in ``var`` for this context until the block ends (the previous value
+    back even when the block ends in another context, e.g. a generator closed elsewhere)."""
+    token = var.set(value)
     try:
-        yield access
+        yield value
     finally:
         try:
-            _current.reset(token)
+            var.reset(token)
         except ValueError:  # ended in another context (a generator closed elsewhere)
             old = token.old_value
-            _current.set(None if old is Token.MISSING else old)
+            var.set(None if old is Token.MISSING else old)
+
+
+def use_access(access: Access) -> AbstractContextManager[Access]:
+    """Install ``access`` for the transactions this context starts until the block ends."""
+    return installed(_current, access)
 
 
 def apply(dbapi_connection: Any) -> None:

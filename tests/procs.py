@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +38,16 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, s
         code = int(exc.code or 0)
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def krag_env(db_url: str, tmp_path: Path) -> dict[str, str]:
+    """Environment of a krag subprocess on ``db_url`` in no-LLM mode: the caller's KRAG_*
+    settings dropped, its data dir under ``tmp_path``, the repository importable."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
+    env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
+               KRAG_EMBEDDING_MODEL="local:minilm", KRAG_DATA_DIR=str(tmp_path / "krag"),
+               PYTHONPATH=str(ROOT))
+    return env

@@ -23,6 +23,7 @@ from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
 from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
+from graph_flows.shared.untrusted import withheld_counts
 from prompts import load_prompt
 from storage import search
 
@@ -130,9 +131,7 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
            "search_metrics": found.metrics, "errors": errors}
     if found.passages:  # recipe "ppr" only: the other recipes' output stays as it was
         out["passages"] = found.passages
-        found.metrics["withheld"] = {
-            "passages": sum(1 for p in found.passages if p.get("withheld")),
-            "spans": sum(p.get("withheld", 0) for p in found.passages)}
+        found.metrics["withheld"] = withheld_counts(found.passages)
     return out
 
 

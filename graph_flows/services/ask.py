@@ -7,7 +7,7 @@ after build_context (``QueryContext.generate_answer=False``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from graph_flows.query import analyze, sections
@@ -17,7 +17,7 @@ from graph_flows.services.records import entity_record, relation_record
 from graph_flows.shared.resources import build_resources, get_resources, use_resources
 from graph_flows.shared.scoped import in_scope
 from graph_flows.shared.settings import Settings
-from graph_flows.shared.untrusted import MARKER, for_prompt
+from graph_flows.shared.untrusted import MARKER, for_prompt, withheld_counts
 from storage import facts
 
 log = logging.getLogger(__name__)
@@ -136,12 +136,6 @@ def kag_query(
         out["passages"] = passages
         out["withheld"] = withheld
     return out
-
-
-def withheld_counts(passages: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """How many of ``passages`` had instruction-like text withheld, and how many spans."""
-    return {"passages": sum(1 for p in passages if p.get("withheld")),
-            "spans": sum(int(p.get("withheld") or 0) for p in passages)}
 
 
 def withheld_notice(counts: dict[str, int]) -> str:

@@ -16,11 +16,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from graph_flows.shared.settings import Settings, load_settings
+from storage.access import installed
 
 if TYPE_CHECKING:
     from graph_flows.shared.providers import ChatResolution
@@ -125,12 +126,5 @@ def close_default() -> None:
 def use_resources(resources: Resources) -> Iterator[Resources]:
     """Install ``resources`` for the graph runs of this context (this request) until the
     block ends; other threads and requests keep theirs."""
-    token = _current.set(resources)
-    try:
+    with installed(_current, resources):
         yield resources
-    finally:
-        try:
-            _current.reset(token)
-        except ValueError:  # ended in another context (a generator closed elsewhere)
-            old = token.old_value
-            _current.set(None if old is Token.MISSING else old)

@@ -174,6 +174,12 @@ def guard_passage(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def withheld_counts(passages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``passages`` had instruction-like text withheld, and how many spans."""
+    return {"passages": sum(1 for p in passages if p.get("withheld")),
+            "spans": sum(int(p.get("withheld") or 0) for p in passages)}
+
+
 def scan_chunk(text: str) -> list[int]:
     """The spans to store with a chunk (storage.injection_spans), flat."""
     return flat_spans(flagged_spans(text))

@@ -26,7 +26,7 @@ from graph_flows.services import scopes as scope_service
 from graph_flows.services import tokens
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from tests.pg_fixtures import execute, rows
-from tests.procs import free_port, run_cli, stop_process
+from tests.procs import free_port, krag_env, run_cli, stop_process
 from tests.query_fixtures import _EMBEDDER, seed_graph
 from ui.hosts import is_loopback, ui_exposure_warning
 from ui.mcp import build_server
@@ -36,21 +36,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HOSTILE_SCOPES = ["a'; RESET ROLE; --", "*", "", "team a", "x" * 101, "a\nb", "%"]
 
 
-def _env(db_url: str, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
-    env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
-               KRAG_EMBEDDING_MODEL="local:minilm", KRAG_DATA_DIR=str(tmp_path / "krag"),
-               PYTHONPATH=str(ROOT))
-    return env
-
-
 @pytest.fixture
 def cli_env(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """`krag` in this process against the test database."""
     for key in [k for k in os.environ if k.startswith("KRAG_")]:
         monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)  # no stray .env
-    for key, value in _env(db_url, tmp_path).items():
+    for key, value in krag_env(db_url, tmp_path).items():
         if key.startswith("KRAG_"):
             monkeypatch.setenv(key, value)
     return db_url
@@ -234,7 +226,7 @@ def test_non_loopback_without_tokens_is_refused(store: KnowledgeStore, db_url: s
                                                 tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http", "--host",
-         "0.0.0.0", "--port", str(free_port())], env=_env(db_url, tmp_path), cwd=tmp_path,
+         "0.0.0.0", "--port", str(free_port())], env=krag_env(db_url, tmp_path), cwd=tmp_path,
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     line = _one_error_line(done.stderr)
@@ -276,7 +268,7 @@ def server(two_teams: KnowledgeStore, db_url: str, tmp_path: Path) -> Iterator[s
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http", "--port",
-         str(port), "--scope", "team-b"], env=_env(db_url, tmp_path), cwd=tmp_path,
+         str(port), "--scope", "team-b"], env=krag_env(db_url, tmp_path), cwd=tmp_path,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 90

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +27,7 @@ from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER
 from storage import KnowledgeStore
+from tests.procs import krag_env
 from tests.security.test_untrusted import open_tags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,21 +141,13 @@ def test_kag_query_returns_no_hostile_text(hostile_store: KnowledgeStore) -> Non
     assert _leaks(out) == []
 
 
-def _env(db_url: str, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
-    env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
-               KRAG_EMBEDDING_MODEL="local:minilm", KRAG_DATA_DIR=str(tmp_path / "krag"),
-               PYTHONPATH=str(ROOT))
-    return env
-
-
 @pytest.mark.slow
 def test_cli_and_mcp_show_the_marker_not_the_text(store: KnowledgeStore, db_url: str,
                                                   tmp_path: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    env = _env(db_url, tmp_path)
+    env = krag_env(db_url, tmp_path)
     ingest = subprocess.run(
         [sys.executable, "-m", "ui.cli.app", "ingest", *[str(NOTES / f) for f in FILES],
          "--source", "notes"], env=env, cwd=tmp_path, capture_output=True, text=True,

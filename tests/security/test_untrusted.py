@@ -26,6 +26,7 @@ from graph_flows.shared.untrusted import (
 
 SECTIONS = ("definitions", "facts", "passages", "question")
 BRACKETS = ("<", "\uff1c", "\ufe64", "\u27e8")
+CLOSER = {"<": ">", "\uff1c": "\uff1e", "\ufe64": "\ufe65", "\u27e8": "\u27e9"}
 INVISIBLE = ("", "\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u202e")
 
 
@@ -102,7 +103,7 @@ def test_ordinary_prose_is_untouched(text: str) -> None:
 @pytest.mark.parametrize("slash", ["", "/", " / "])
 def test_section_tags_are_neutralised_however_written(
         bracket: str, invisible: str, name: str, slash: str) -> None:
-    closer = {"<": ">", "\uff1c": "\uff1e", "\ufe64": "\ufe65", "\u27e8": "\u27e9"}[bracket]
+    closer = CLOSER[bracket]
     tag = f"{bracket}{invisible}{slash}{name[:2]}{invisible}{name[2:]}{invisible}{closer}"
     text = f"before {tag} after"
     assert open_tags(text), tag  # the oracle sees the tag
@@ -123,7 +124,7 @@ def test_spaced_tags_and_chat_markers_are_neutralised() -> None:
 def test_no_text_around_a_tag_lets_it_through(before: str, name: str, bracket: str,
                                               invisible: str, closing: bool,
                                               after: str) -> None:
-    closer = {"<": ">", "\uff1c": "\uff1e", "\ufe64": "\ufe65", "\u27e8": "\u27e9"}[bracket]
+    closer = CLOSER[bracket]
     text = f"{before}{bracket}{'/' if closing else ''}{invisible}{name}{closer}{after}"
     assert open_tags(neutralize_tags(text)) == []
 

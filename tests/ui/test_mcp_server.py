@@ -4,7 +4,6 @@ streamable HTTP, against a seeded test database in no-LLM mode."""
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 import sys
@@ -18,24 +17,16 @@ from mcp.client.stdio import StdioServerParameters
 from sqlalchemy import text
 
 from storage import KnowledgeStore
-from tests.procs import free_port, stop_process
+from tests.procs import free_port, krag_env, stop_process
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"kag_query", "recall", "remember", "correct"}
 
 
-def _env(db_url: str, tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
-    env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
-               KRAG_EMBEDDING_MODEL="local:minilm", KRAG_DATA_DIR=str(tmp_path / "krag"),
-               PYTHONPATH=str(ROOT))
-    return env
-
-
 def _stdio(db_url: str, tmp_path: Path, *extra: str) -> Client:
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "ui.cli.app", "mcp", *extra],
-        env=_env(db_url, tmp_path), cwd=str(tmp_path))
+        env=krag_env(db_url, tmp_path), cwd=str(tmp_path))
     return Client(params, read_timeout_seconds=60)
 
 
@@ -248,7 +239,7 @@ def test_streamable_http_lists_tools(seeded_store: KnowledgeStore, db_url: str,
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http",
-         "--port", str(port)], env=_env(db_url, tmp_path), cwd=tmp_path,
+         "--port", str(port)], env=krag_env(db_url, tmp_path), cwd=tmp_path,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
