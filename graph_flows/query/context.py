@@ -41,6 +41,18 @@ class QueryContext:
         "description": "Largest Mermaid diagram (most relevant first)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})
     answer_temperature: float = field(default=0.3, metadata={"description": "Answer."})
+    max_rounds: int | None = field(default=None, metadata={
+        "description": "Retrieval rounds (1-4; default KRAG_MAX_ROUNDS, 2): after each round assess_evidence decides "
+                       "whether the evidence is enough or asks a follow-up sub-question "
+                       "(the planner model; without one, the no-LLM follow-up when on). "
+                       "1 turns the loop off. The request deadline ends it too."})
+    planner_model: str | None = field(default=None, metadata={
+        "description": "Model that assesses the evidence and plans follow-up rounds "
+                       "(default: the analysis model). 'none' = no planner."})
+    no_llm_follow_up: bool = field(default=False, metadata={
+        "description": "Without a planner model, run a follow-up round when part of the "
+                       "question is not covered by the top passages and a bridge entity "
+                       "leads on (off by default: docs/BENCHMARKS.md, issue 24)."})
     generate_answer: bool = field(default=True, metadata={
         "description": "Run the answer step. False ends the run after build_context: the "
                        "retrieved entities and facts with their context sections, no answer "

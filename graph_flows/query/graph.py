@@ -1,4 +1,10 @@
-"""The query graph: analyze_query -> retrieve_knowledge -> build_context -> generate_response.
+"""The query graph: analyze_query -> retrieve_knowledge -> assess_evidence ->
+(retrieve_knowledge again | build_context) -> generate_response.
+
+retrieve_knowledge and assess_evidence form a bounded loop (graph_flows.query.loop): after
+each round assess_evidence either ends it (the evidence suffices, ``max_rounds`` of the run
+context, the request deadline, a planner reply that adds nothing) or sets the follow-up
+query the next round searches for.
 
 ``QueryContext.generate_answer=False`` ends the run after build_context (retrieval and
 context only, no answer model): one graph serves answers and plain retrieval. An input key
@@ -16,7 +22,9 @@ from langgraph.runtime import Runtime
 from graph_flows.query.analyze import InvalidQueryError
 from graph_flows.query.context import QueryContext
 from graph_flows.query.nodes import (
+    after_assessment,
     analyze_query,
+    assess_evidence,
     build_context,
     generate_response,
     retrieve_knowledge,
@@ -41,11 +49,14 @@ builder = StateGraph(QueryState, context_schema=QueryContext, input_schema=Query
                      output_schema=QueryOutput)
 # each node reads and writes the store with its run's scope's access (graph_flows.shared.scoped)
 _in_scope = scoped_node(lambda state: state.get("scope"))
-for node in (analyze_query, retrieve_knowledge, build_context, generate_response):
+for node in (analyze_query, retrieve_knowledge, assess_evidence, build_context,
+             generate_response):
     builder.add_node(_in_scope(node))
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")
-builder.add_edge("retrieve_knowledge", "build_context")
+builder.add_edge("retrieve_knowledge", "assess_evidence")
+builder.add_conditional_edges("assess_evidence", after_assessment,
+                              ["retrieve_knowledge", "build_context"])
 builder.add_conditional_edges("build_context", after_context)
 builder.add_edge("generate_response", END)
 

@@ -1,4 +1,4 @@
-"""The four nodes of the query graph. Each reads its context, does one thing, returns keys.
+"""The five nodes of the query graph. Each reads its context, does one thing, returns keys.
 
 Model calls run in the node's own thread, bounded by the request budget through the
 clients' own timeouts (a model built for the remaining budget): nothing is left running
@@ -17,7 +17,17 @@ from typing import Any
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
-from graph_flows.query import analyze, answer, extractive, retrieval, scoring, sections
+from graph_flows.query import (
+    analyze,
+    answer,
+    extractive,
+    follow_up,
+    loop,
+    planner,
+    retrieval,
+    scoring,
+    sections,
+)
 from graph_flows.query.context import QueryContext
 from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
@@ -31,6 +41,9 @@ log = logging.getLogger(__name__)
 # Share of request_timeout_s the query-analysis LLM call may use; the heuristic replaces it
 # when it takes longer, so retrieval and the answer keep the rest of the budget.
 ANALYSIS_SHARE = 1 / 3
+# Share of the time left that one follow-up planning call may use (the rest is for the next
+# round and the answer).
+PLANNER_SHARE = 1 / 3
 
 
 def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
@@ -47,6 +60,8 @@ def _ctx(runtime: Runtime[QueryContext] | None) -> QueryContext:
               (1 <= ctx.passage_tokens <= 20000, "passage_tokens must be 1..20000"),
               (isinstance(ctx.max_hops, int) and 1 <= ctx.max_hops <= 3,
                f"max_hops must be 1..3 (got {ctx.max_hops!r})"),
+              (ctx.max_rounds is None or loop.check_rounds(ctx.max_rounds) is None,
+               loop.check_rounds(ctx.max_rounds) or ""),
               (ctx.recipe in retrieval.RECIPES,
                f"recipe must be one of {', '.join(retrieval.RECIPES)} (got {ctx.recipe!r})")]
     for ok, message in checks:
@@ -106,21 +121,51 @@ def _llm_analysis(res: Any, ctx: QueryContext, query: str, hints: list[str],
 
 
 def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
-    """LIKE + trigram (+ vector fallback) inside Postgres; every fact with both ends."""
+    """One retrieval round: the question (round 1) or assess_evidence's follow-up, searched
+    inside Postgres (LIKE + trigram (+ vector fallback), and for recipe 'ppr' passages and
+    facts ranked by PageRank); a follow-up's evidence is merged into the evidence so far
+    (graph_flows.query.loop) and its round recorded."""
     ctx = _ctx(runtime)
+    follow = state.get("follow_up")
+    rounds = [dict(r) for r in state.get("rounds") or []]
+    if not follow:
+        found = _search(ctx, state, state["query"], state["analysis"])
+        record = loop.new_round(1, state["query"], "the question", "question")
+        record["ms"] = found["search_metrics"].get("total_ms", 0.0)
+        record["added"] = {"passages": len(found.get("passages", [])),
+                           "facts": len(found["facts"]),
+                           "entities": len(found["entities"])}
+        return {**found, "rounds": [record]}
+    analysis = analyze.heuristic_analysis(follow["query"], [follow["bridge"]]
+                                          if follow.get("bridge") else [])
+    found = _search(ctx, state, follow["query"], analysis)
+    head = loop.LLM_HEAD if follow.get("by") == "llm" else loop.RULES_HEAD
+    merged, added = loop.merge_evidence(state, found, head, entity_limit=ctx.entity_limit,
+                                        fact_limit=ctx.fact_limit)
+    if merged["passages"]:
+        merged["search_metrics"]["withheld"] = withheld_counts(merged["passages"])
+    record = loop.new_round(len(rounds) + 1, follow["query"], follow.get("why", ""),
+                            follow.get("by", ""), follow.get("bridge", ""))
+    record |= {"ms": found["search_metrics"].get("total_ms", 0.0), "added": added}
+    return {**merged, "rounds": [*rounds, record], "follow_up": None,
+            "errors": found["errors"]}
+
+
+def _search(ctx: QueryContext, state: QueryState, query: str,
+            analysis: dict[str, Any]) -> dict[str, Any]:
+    """Entities, facts, passages (recipe 'ppr'), metrics and error lines of one search."""
     res = get_resources()
-    terms = analyze.search_terms(state["analysis"])
-    predicates = analyze.question_predicates(state["query"], terms)
+    terms = analyze.search_terms(analysis)
+    predicates = analyze.question_predicates(query, terms)
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
         fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
         recipe=ctx.recipe, max_hops=ctx.max_hops)
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
-    deadline = state.get("deadline")
     found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,
-                               lambda: res.embeddings.embed_query(state["query"]),
-                               deadline=deadline, as_of=_as_of(state.get("as_of")),
-                               question=state["query"])
+                               lambda: res.embeddings.embed_query(query),
+                               deadline=state.get("deadline"),
+                               as_of=_as_of(state.get("as_of")), question=query)
     errors = [f"search method {name} failed and was skipped: {msg}"
               for name, msg in found.metrics["errors"].items()]
     errors += found.metrics.get("notices", [])
@@ -133,6 +178,101 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
         out["passages"] = found.passages
         found.metrics["withheld"] = withheld_counts(found.passages)
     return out
+
+
+def assess_evidence(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
+    """Decide after each round: the evidence is enough (or the loop is bounded: max_rounds,
+    the deadline, a recipe without passages) -> build_context; else the next round's query,
+    from the planner model or, when on, the no-LLM assessment. Emits the round as a custom
+    stream event ``{"round": ...}``."""
+    ctx = _ctx(runtime)
+    rounds = [dict(r) for r in state.get("rounds") or []]
+    last = rounds[-1]
+    decision = _decide(ctx, state, rounds)
+    errors = decision.pop("errors", [])
+    last |= {k: decision.pop(k) for k in ("calls", "tokens") if k in decision}
+    last["stop"] = decision.get("stop")
+    follow = None if decision.get("stop") else decision
+    get_stream_writer()({"round": dict(last)})
+    metrics = dict(state.get("search_metrics") or {})
+    metrics["planner"] = {"calls": sum(r["calls"] for r in rounds),
+                          "tokens": sum(r["tokens"] for r in rounds)}
+    return {"rounds": rounds, "follow_up": follow, "search_metrics": metrics,
+            "errors": errors}
+
+
+def _decide(ctx: QueryContext, state: QueryState, rounds: list[dict[str, Any]],
+            ) -> dict[str, Any]:
+    """``{"stop": reason}`` or the next round (``query``, ``why``, ``by``, ``bridge``),
+    with the planner's ``calls`` / ``tokens`` and ``errors`` lines when it ran."""
+    if len(rounds) > 1 and not any(rounds[-1]["added"].values()):
+        return {"stop": loop.FOUND_NOTHING}
+    if len(rounds) >= (ctx.max_rounds or get_resources().settings.max_rounds):
+        return {"stop": loop.MAX_REACHED}
+    recipe = (state.get("search_metrics") or {}).get("recipe", ctx.recipe)
+    if recipe != "ppr":
+        stop = loop.NO_PASSAGES.format(recipe=recipe)
+        return {"stop": stop, "errors": [f"{stop} (the follow-up loop needs recipe 'ppr' "
+                                         "with chunk embeddings)"]}
+    if not state.get("passages"):
+        return {"stop": loop.NOTHING_FOUND}
+    deadline = state.get("deadline")
+    if deadline is not None and deadline <= time.time():
+        return {"stop": loop.DEADLINE}
+    res = get_resources()
+    spec = ctx.planner_model or ctx.analysis_model or res.settings.effective_extraction_model
+    share = None if deadline is None else max(deadline - time.time(), 0.0) * PLANNER_SHARE
+    model = res.chat_model(spec, temperature=0.0, streaming=False, timeout_s=share)
+    asked = [r["query"] for r in rounds]
+    if model is None:
+        return _rules_follow_up(ctx, state) if ctx.no_llm_follow_up else {
+            "stop": loop.NO_PLANNER}
+    try:
+        result = planner.plan(model, load_prompt(planner.PROMPT), planner.planner_message(
+            state["query"], asked, state.get("passages") or [], state.get("facts") or []))
+    except Exception as exc:
+        log.warning("planner %s failed; the loop stops", spec, exc_info=True)
+        late = deadline is not None and deadline <= time.time()
+        stop = loop.DEADLINE if late else loop.PLANNER_FAILED.format(
+            error=type(exc).__name__)
+        return {"stop": stop, "calls": 1,
+                "errors": [] if late else [f"follow-up planning by LLM failed "
+                                           f"({type(exc).__name__}); answered from the "
+                                           "evidence found so far"]}
+    spent = {"calls": result.calls, "tokens": result.tokens}
+    if deadline is not None and deadline <= time.time():
+        return {"stop": loop.DEADLINE, **spent}
+    if result.plan is None:
+        return {"stop": result.error, **spent}
+    if result.plan.sufficient:
+        return {"stop": loop.SUFFICIENT, **spent}
+    sub = " ".join(result.plan.sub_question.split())[:planner.MAX_SUB_QUESTION]
+    bridge = " ".join(result.plan.bridge_entity.split())[:200]
+    bad = loop.check_sub_question(sub, bridge, [state["query"], *asked])
+    if bad:
+        return {"stop": bad, **spent}
+    return {"query": sub, "why": " ".join(result.plan.reason.split())[:300], "by": "llm",
+            "bridge": bridge, **spent}
+
+
+def _rules_follow_up(ctx: QueryContext, state: QueryState) -> dict[str, Any]:
+    """The no-LLM assessment's next round, or its stop reason."""
+    verdict = follow_up.assess(state["query"], _asked_names(state),
+                               state.get("passages") or [], state.get("facts") or [],
+                               state.get("entities") or [])
+    if verdict.query is None:
+        return {"stop": verdict.stop}
+    asked = [state["query"], *(r["query"] for r in state.get("rounds") or [])]
+    bad = loop.check_sub_question(verdict.query, verdict.bridge, asked)
+    if bad:
+        return {"stop": bad}
+    return {"query": verdict.query, "by": "rules", "bridge": verdict.bridge,
+            "why": f"not covered by the top passages: {', '.join(verdict.uncovered)}"}
+
+
+def after_assessment(state: QueryState) -> str:
+    """Route after assess_evidence: another round, or build_context."""
+    return "retrieve_knowledge" if state.get("follow_up") else "build_context"
 
 
 def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:

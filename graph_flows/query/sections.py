@@ -2,7 +2,7 @@
 
 Every text placed in a section (names, types, summaries, fact sentences, predicates,
 passage titles, uris and texts) goes through :func:`graph_flows.shared.untrusted.
-neutralize_tags` inside :func:`_clip`, so none of it can close its section or open another;
+neutralize_tags` inside :func:`clip`, so none of it can close its section or open another;
 passage texts arrive with their instruction-like spans already withheld
 (:func:`graph_flows.shared.untrusted.guard_passage`)."""
 
@@ -15,7 +15,7 @@ from graph_flows.shared.dates import day
 from graph_flows.shared.untrusted import neutralize_tags
 
 
-def _clip(text: str, n: int | None = None) -> str:
+def clip(text: str, n: int | None = None) -> str:
     """``text`` on one line, its tags neutralised, cut to ``n`` characters when given."""
     text = neutralize_tags(" ".join(str(text).split()))
     return text if n is None or len(text) <= n else text[: n - 1] + "…"
@@ -25,8 +25,8 @@ def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
     """One line per entity: ``- Name (type): summary``."""
     lines = []
     for e in entities:
-        summary = _clip(e.get("summary") or "(no description)", 400)
-        lines.append(f"- {_clip(e['name'], 200)} ({_clip(e['type'], 60)}): {summary}")
+        summary = clip(e.get("summary") or "(no description)", 400)
+        lines.append(f"- {clip(e['name'], 200)} ({clip(e['type'], 60)}): {summary}")
     return "\n".join(lines)
 
 
@@ -59,8 +59,8 @@ def label_facts(facts: list[dict[str, Any]]) -> None:
 def facts_text(facts: Sequence[dict[str, Any]]) -> str:
     """``[F1] fact sentence (Subject -predicate-> Object, valid from ...)``."""
     return "\n".join(
-        f"[{f['label']}] {_clip(f['fact'], 500)} "
-        f"({_clip(f['subject'], 80)} -{_clip(f['predicate'], 100)}-> {_clip(f['object'], 80)})"
+        f"[{f['label']}] {clip(f['fact'], 500)} "
+        f"({clip(f['subject'], 80)} -{clip(f['predicate'], 100)}-> {clip(f['object'], 80)})"
         f"{_dates(f)}"
         for f in facts)
 
@@ -81,7 +81,7 @@ def fit_passages(passages: Sequence[dict[str, Any]], budget_tokens: int
             break
         row = dict(p, label=f"P{len(out) + 1}")
         if size > left:
-            row["text"] = _clip(row["text"], left)
+            row["text"] = clip(row["text"], left)
         out.append(row)
         left -= min(size, left)
     return out
@@ -90,6 +90,6 @@ def fit_passages(passages: Sequence[dict[str, Any]], budget_tokens: int
 def passages_text(passages: Sequence[dict[str, Any]]) -> str:
     """``[P1] (Title, uri) passage text`` per passage."""
     return "\n".join(
-        f"[{p['label']}] ({_clip(p.get('title') or p.get('uri', ''), 120)}, "
-        f"{_clip(p.get('uri', ''), 200)}) {_clip(p.get('text', ''))}"
+        f"[{p['label']}] ({clip(p.get('title') or p.get('uri', ''), 120)}, "
+        f"{clip(p.get('uri', ''), 200)}) {clip(p.get('text', ''))}"
         for p in passages)

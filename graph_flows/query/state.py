@@ -57,6 +57,13 @@ class QueryState(QueryInput, total=False):
     """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason: how well the
     cited facts and passages cover the question's names and other words
     (scoring.answer_confidence); 'none' when nothing relevant was found."""
+    rounds: list[dict[str, Any]]
+    """The retrieval rounds (graph_flows.query.loop): per round the query searched, why,
+    who asked, the bridge entity, what it added, milliseconds, planner calls and tokens,
+    and the reason the loop stopped after it (None when another round followed)."""
+    follow_up: dict[str, Any] | None
+    """The next round's query (``query``, ``why``, ``by``, ``bridge``) chosen by
+    assess_evidence; None when the loop is done."""
     errors: Annotated[list[str], operator.add]
     """Degradations the user should know about (never stack traces)."""
 
@@ -78,4 +85,5 @@ class QueryOutput(TypedDict, total=False):
     passages_text: str
     analysis: dict[str, Any]
     search_metrics: dict[str, Any]
+    rounds: list[dict[str, Any]]
     errors: list[str]

@@ -74,6 +74,9 @@ class Settings(BaseSettings):
     embedding_timeout_s: float = Field(default=10.0, gt=0, le=600, description="Per embed call.")
     search_timeout_s: float = Field(default=5.0, gt=0, le=120, description="Per search stmt.")
     request_timeout_s: float = Field(default=15.0, gt=0, le=600, description="Whole query.")
+    max_rounds: int = Field(default=2, ge=1, le=4, description=(
+        "Retrieval rounds of a query (1-4; 1 = no follow-up): the default of the query "
+        "graph's run-context max_rounds."))
     probe_timeout_s: float = Field(default=2.0, gt=0, le=60, description="Reachability probes.")
     pool_size: int = Field(default=10, ge=1, le=200, description="DB connection pool size.")
     max_upload_mb: int = Field(default=50, ge=1, le=2048, description="Largest file accepted.")

@@ -1,0 +1,58 @@
+"""The no-LLM assessment of the evidence: a follow-up only when part of the question is not
+covered by the top passages and a bridge entity leads on from what they did cover.
+
+Covered: a content word of the question (its stem, graph_flows.query.extractive) occurs in
+one of the first :data:`TOP` passages or facts. When every word is covered the loop stops.
+Otherwise the bridge is the best-ranked retrieved entity that the question does not name and
+that occurs in those top passages (found through the evidence, not the question); the
+follow-up searches for the bridge together with the uncovered words ("Who founded the label
+that signed X?" with the label not named -> "<label> founded"). No bridge: the loop stops.
+
+The follow-up's evidence only fills the tail of the ranking (loop.RULES_HEAD): without a
+model to read the evidence, a second search is a guess, and a guess must not push out what
+the question itself found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graph_flows.query import extractive, loop
+
+TOP = 3  # passages (and facts) whose words count as covered
+MAX_UNCOVERED = 6  # uncovered words put into the follow-up
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A follow-up query (``query``: bridge and uncovered words; None: stop, ``stop`` says
+    why), the bridge entity and the uncovered words."""
+
+    query: str | None
+    bridge: str
+    uncovered: tuple[str, ...]
+    stop: str | None
+
+
+def assess(question: str, names: Sequence[str], passages: Sequence[dict[str, Any]],
+           facts: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
+           ) -> Assessment:
+    """The no-LLM verdict on the evidence so far (see the module docstring)."""
+    q = extractive.question(question, names)
+    top_texts = [f"{p.get('title') or ''} {p.get('text') or ''}" for p in passages[:TOP]]
+    top_texts += [str(f.get("fact") or "") for f in facts[:TOP]]
+    covered = frozenset().union(*(extractive.terms(t) for t in top_texts))
+    uncovered = [q.words[s] for s in q.words if s in q.all - covered]
+    if not uncovered:
+        return Assessment(None, "", (), loop.COVERED)
+    top_passages = frozenset().union(*(extractive.terms(t) for t in top_texts[:TOP]))
+    for e in entities:
+        name = str(e.get("name") or "")
+        stems = extractive.terms(name)
+        if not stems or stems <= q.all or not stems <= top_passages:
+            continue  # the question names it, or the top passages never mention it
+        words = tuple(uncovered[:MAX_UNCOVERED])
+        return Assessment(" ".join([name, *words]), name, words, None)
+    return Assessment(None, "", tuple(uncovered), loop.NO_BRIDGE)

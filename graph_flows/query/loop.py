@@ -1,0 +1,154 @@
+"""The query loop's bookkeeping: rounds, their stop reasons, merging a follow-up round's
+evidence into the evidence so far, and the checks a planned sub-question must pass.
+
+A round is a dict (``QueryState.rounds``): ``round`` (1, 2, ...), ``query`` (what was
+searched), ``why`` (the question itself, or the planner's reason), ``by`` ('question',
+'llm' or 'rules': who asked), ``bridge`` (the entity the follow-up follows, or ""),
+``added`` (new passages, facts and entities it brought), ``ms`` (its retrieval time),
+``calls`` / ``tokens`` (planner calls spent deciding after it) and ``stop`` (why the loop
+ended after it; None when another round followed).
+
+Merging keeps round 1's head: the first ``head`` passages (and facts and entities) of the
+evidence so far keep their places; after them the follow-up's items and the earlier
+evidence's rest alternate, the follow-up's first (it was asked because the evidence was
+short), duplicates dropped. A merged list never loses an item the earlier list ranked
+within its limit, unless the limit itself cuts it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable, Sequence
+from itertools import zip_longest
+from typing import Any, TypeVar
+
+from graph_flows.query import extractive
+
+T = TypeVar("T")
+
+MAX_ROUNDS = 4
+LLM_HEAD = 2  # round 1's passages (facts, entities) a planned follow-up never displaces
+RULES_HEAD = 5  # ... and an unplanned (no-LLM) one: it only fills the tail
+
+# stop reasons (the text users see in `rounds`)
+SUFFICIENT = "the planner found the evidence sufficient"
+MAX_REACHED = "max_rounds reached"
+DEADLINE = "the request deadline came first"
+NO_PLANNER = "no planner model, and the no-LLM follow-up is off"
+NO_PASSAGES = "recipe {recipe!r} ranks no passages: one round"
+NOTHING_FOUND = "the question found no passages to follow"
+EMPTY = "the planner gave no sub-question"
+REPEATED = "the planner repeated an earlier search"
+NOTHING_NEW = "the planner's sub-question names nothing new"
+FOUND_NOTHING = "the follow-up found nothing new"
+COVERED = "the top passages cover every part of the question"
+NO_BRIDGE = "part of the question is not covered, but no bridge entity to follow"
+PLANNER_FAILED = "the planner failed ({error})"
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def check_rounds(value: Any) -> str | None:
+    """The one-line error of a bad ``max_rounds`` (None when it is fine)."""
+    if isinstance(value, bool) or not isinstance(value, int) \
+            or not 1 <= value <= MAX_ROUNDS:
+        return f"max_rounds must be 1..{MAX_ROUNDS} (got {value!r}); 1 turns the loop off"
+    return None
+
+
+def new_round(number: int, query: str, why: str, by: str, bridge: str = "") -> dict[str, Any]:
+    """A round record before its retrieval has run."""
+    return {"round": number, "query": query, "why": why, "by": by, "bridge": bridge,
+            "added": {"passages": 0, "facts": 0, "entities": 0}, "ms": 0.0,
+            "calls": 0, "tokens": 0, "stop": None}
+
+
+def _key(text: str) -> str:
+    return " ".join(_WORD.findall(text.casefold()))
+
+
+def check_sub_question(sub_question: str, bridge: str, asked: Sequence[str]) -> str | None:
+    """Why a planned sub-question ends the loop (empty, a repeat of an earlier search, or
+    nothing in it that the searches so far did not name), or None when it may run."""
+    if not _key(sub_question):
+        return EMPTY
+    if _key(sub_question) in {_key(q) for q in asked}:
+        return REPEATED
+    known = frozenset().union(*(extractive.terms(q) for q in asked))
+    if not (extractive.terms(sub_question) | extractive.terms(bridge)) - known:
+        return NOTHING_NEW
+    return None
+
+
+def interleave(old: Sequence[T], new: Sequence[T], key: Callable[[T], Hashable], head: int,
+               limit: int | None = None) -> list[T]:
+    """``old``'s first ``head`` items, then ``new`` and ``old``'s rest alternately (``new``
+    first), duplicates (by ``key``) dropped, at most ``limit`` items."""
+    out: list[T] = []
+    seen: set[Hashable] = set()
+
+    def take(item: T | None) -> None:
+        if item is None:
+            return
+        k = key(item)
+        if k not in seen:
+            seen.add(k)
+            out.append(item)
+
+    for item in old[:head]:
+        take(item)
+    for pair in zip_longest(new, old[head:]):
+        for item in pair:
+            take(item)
+    return out if limit is None else out[:limit]
+
+
+def _by_id(row: dict[str, Any]) -> Hashable:
+    return row["id"]
+
+
+def _same(item: Any) -> Hashable:
+    return item
+
+
+def merge_evidence(state: dict[str, Any], found: dict[str, Any], head: int, *,
+                   entity_limit: int, fact_limit: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """The state keys after merging a follow-up round's retrieval ``found`` (the keys
+    ``entities``, ``facts``, ``passages``, ``search_metrics``) into the evidence so far,
+    and the counts of what it added."""
+    old_p, new_p = state.get("passages") or [], found.get("passages") or []
+    old_f, new_f = state.get("facts") or [], found.get("facts") or []
+    passages = interleave(old_p, new_p, _by_id, head)
+    facts = interleave(old_f, new_f, _by_id, head, fact_limit)
+    entities = _merge_entities(state.get("entities") or [], found.get("entities") or [],
+                               facts, head, entity_limit)
+    metrics = dict(state.get("search_metrics") or {})
+    old_rank = (metrics.get("ppr") or {}).get("ranked") or []
+    new_rank = ((found.get("search_metrics") or {}).get("ppr") or {}).get("ranked") or []
+    if old_rank or new_rank:
+        metrics["ppr"] = {**(metrics.get("ppr") or {}),
+                          "ranked": interleave(old_rank, new_rank, _same, head)}
+    added = {"passages": _added(old_p, passages), "facts": _added(old_f, facts),
+             "entities": _added(state.get("entities") or [], entities)}
+    return {"passages": passages, "facts": facts, "entities": entities,
+            "search_metrics": metrics}, added
+
+
+def _added(old: Sequence[dict[str, Any]], merged: Sequence[dict[str, Any]]) -> int:
+    known = {r["id"] for r in old}
+    return sum(1 for r in merged if r["id"] not in known)
+
+
+def _merge_entities(old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]],
+                    facts: Sequence[dict[str, Any]], head: int, limit: int,
+                    ) -> list[dict[str, Any]]:
+    """Retrieved entities interleaved (round 1's head kept) up to ``limit``, then the rows
+    of the kept facts' ends that are not among them (endpoint rows stay last)."""
+    def main(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if r.get("methods") != ["endpoint"]]
+
+    kept = interleave(main(old), main(new), _by_id, head, limit)
+    shown = {r["id"] for r in kept}
+    ends = {f[k] for f in facts for k in ("subject_id", "object_id")}
+    rows = {r["id"]: r for r in [*new, *old] if r["id"] in ends and r["id"] not in shown}
+    return kept + list(rows.values())
