@@ -43,8 +43,9 @@ class QueryContext:
     answer_temperature: float = field(default=0.3, metadata={"description": "Answer."})
     max_rounds: int | None = field(default=None, metadata={
         "description": "Retrieval rounds (1-4; default KRAG_MAX_ROUNDS, 2): after each "
-                       "round assess_evidence decides whether the evidence is enough or asks a follow-up sub-question "
-                       "(the planner model; without one, the no-LLM follow-up when on). "
+                       "round assess_evidence decides whether the evidence is enough or "
+                       "asks a follow-up sub-question (the planner model; without one, the "
+                       "no-LLM follow-up when on). "
                        "1 turns the loop off. The request deadline ends it too."})
     planner_model: str | None = field(default=None, metadata={
         "description": "Model that assesses the evidence and plans follow-up rounds "
