@@ -210,10 +210,10 @@ def _decide(ctx: QueryContext, state: QueryState, rounds: list[dict[str, Any]],
     if len(rounds) >= (ctx.max_rounds or get_resources().settings.max_rounds):
         return {"stop": loop.MAX_REACHED}
     recipe = (state.get("search_metrics") or {}).get("recipe", ctx.recipe)
-    if recipe != "ppr":
+    if recipe != "ppr":  # a notice for whoever asked for more rounds in the run context
         stop = loop.NO_PASSAGES.format(recipe=recipe)
         return {"stop": stop, "errors": [f"{stop} (the follow-up loop needs recipe 'ppr' "
-                                         "with chunk embeddings)"]}
+                                         "with chunk embeddings)"] if ctx.max_rounds else []}
     if not state.get("passages"):
         return {"stop": loop.NOTHING_FOUND}
     deadline = state.get("deadline")

@@ -152,7 +152,7 @@ def test_llm_gets_passages_and_its_passage_citation_maps(corpus_resources) -> No
     model = scripted(analysis_message(["Velmor Prize"]),
                      "Orsina Kael founded it [F1] and grew up in Trelvik [P1][P9].")
     res.chat_override = model
-    out = query_flow.invoke({"query": QUESTION}, context={"recipe": "ppr"})
+    out = query_flow.invoke({"query": QUESTION}, context={"recipe": "ppr", "max_rounds": 1})
     assert out["answer_mode"] == "llm"
     system = dict(model.calls[-1])["system"]
     assert "<passages>\n[P1] (" in system and out["passages_text"] in system

@@ -42,9 +42,9 @@ def stream(query: str) -> tuple[list[str], dict[str, Any], float]:
     tokens: list[str] = []
     out: dict[str, Any] = {}
     for mode, chunk in query_flow.stream({"query": query}, stream_mode=["custom", "values"]):
-        if mode == "custom":
+        if mode == "custom" and "token" in chunk:
             tokens.append(chunk["token"])
-        else:
+        elif mode == "values":
             out = chunk
     return tokens, out, time.monotonic() - t0
 

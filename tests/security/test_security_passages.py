@@ -20,6 +20,7 @@ from sqlalchemy import text
 from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.query import loop
 from graph_flows.services import ingest as runner
 from graph_flows.services.memory import KnowledgeTools
 from graph_flows.shared.providers import make_chat_model
@@ -80,6 +81,8 @@ def test_no_prompt_holds_hostile_text(hostile_store: KnowledgeStore,
                    openai_base_url=llm_server.openai_url, llm_timeout_s=10)
     llm_server.script(
         json.dumps({"entities": ["Nimbus Labs"], "keywords": ["use"], "intent": "factual"}),
+        json.dumps({"sufficient": True, "sub_question": "", "bridge_entity": "",
+                    "reason": "the passages name the database"}),
         "Nimbus Labs uses PostgreSQL [P1].")
     model = make_chat_model(cfg.chat_model, cfg, temperature=0, streaming=True)
     res = Resources(cfg, hostile_store, DeterministicFakeEmbedding(size=384),
@@ -88,8 +91,10 @@ def test_no_prompt_holds_hostile_text(hostile_store: KnowledgeStore,
     with use_resources(res):
         out = query_flow.invoke({"query": asked}, context={"recipe": "ppr"})
     bodies = [r.body for r in llm_server.requests if r.path.endswith("/chat/completions")]
-    assert len(bodies) == 2, [r.path for r in llm_server.requests]  # analysis, then answer
+    # analysis, the loop's planner, then the answer
+    assert len(bodies) == 3, [r.path for r in llm_server.requests]
     assert out["analysis"]["method"] == "llm", out["errors"]
+    assert out["rounds"][0]["stop"] == loop.SUFFICIENT and out["rounds"][0]["calls"] == 1
     for body in bodies:
         for message in body["messages"]:
             content = str(message["content"])
@@ -99,18 +104,23 @@ def test_no_prompt_holds_hostile_text(hostile_store: KnowledgeStore,
                     if f"</{name}>" in content:  # each section opened and closed once
                         assert content.count(f"\n<{name}>\n") == 1, name
                         assert content.count(f"</{name}>") == 1, name
-            else:
-                assert content.count("<question>") == content.count("</question>") == 1
-                assert open_tags(content.replace("<question>", "").replace(
-                    "</question>", "")) == []
-    answer_prompt = bodies[1]["messages"][0]["content"]
+            else:  # the question (and the planner's searches and evidence) once each
+                for name in ("question", "asked", "evidence"):
+                    if name == "question" or f"</{name}>" in content:
+                        assert content.count(f"<{name}>") == content.count(f"</{name}>") == 1
+                        content = content.replace(f"<{name}>", "").replace(f"</{name}>", "")
+                assert open_tags(content) == []
+    planner_view = bodies[1]["messages"][-1]["content"]
+    assert "<evidence>" in planner_view and "[P1]" in planner_view
+    answer_prompt = bodies[2]["messages"][0]["content"]
     assert MARKER in answer_prompt and "Nimbus Labs" in answer_prompt
     # the whole output, as `krag ask --json` prints it, shows the marker and nothing else
     firmware = [p for p in out["passages"] if p["uri"].endswith("firmware-notes.md")]
     assert firmware and firmware[0]["withheld"] >= 1 and MARKER in firmware[0]["text"]
     assert "Rust" in firmware[0]["text"] and "Mondays" in firmware[0]["text"]
     assert out["search_metrics"]["withheld"]["passages"] >= 1
-    out.pop("query")  # the user's own question is echoed back to the user as asked
+    # the user's own question is echoed back to the user as asked (and as round 1's search)
+    assert out.pop("query") == out["rounds"][0].pop("query")
     assert _leaks(out) == []
 
 
