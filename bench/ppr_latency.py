@@ -5,7 +5,7 @@ Usage::
 
     KRAG_DATA_DIR=/tmp/evalG KRAG_CHAT_MODEL=none python -m bench.ppr_latency \\
         --questions ../shared/benchdata/multihop/questions.jsonl --scope eval-0ecbd479d6cb \\
-        [--recipes ppr,split] [--offset 0] [--limit 100] [--json]
+        [--recipes ppr,split,ppr+rules] [--offset 0] [--limit 100] [--json]
 
 Runs ``analyze_query``, ``retrieve_knowledge`` and ``build_context`` (the nodes themselves,
 no answer step) for every question, the recipes alternating question by question so machine
@@ -13,6 +13,7 @@ noise falls on both alike, after a few warm-up questions. Prints p50 / p95 of ea
 each step the recipe records in ``search_metrics["ms"]`` (for ``ppr``: candidates, fact
 linking, passage search, neighbourhood fetch, PageRank, passage fetch), and R@2/5/10 and
 Ans@ctx scored as ``krag eval multihop`` scores them (graph_flows.services.evaluation).
+A recipe ``ppr+rules`` runs the query loop with the no-LLM follow-up (:func:`run_one`).
 """
 
 from __future__ import annotations
@@ -39,14 +40,29 @@ WARMUP = 3
 
 
 def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dict[str, float]]:
-    """The three nodes for one question: the merged state and each node's milliseconds."""
-    runtime = SimpleNamespace(context=QueryContext(recipe=recipe))
+    """The nodes for one question: the merged state and each node's milliseconds.
+
+    ``recipe`` is a recipe name, or ``<recipe>+rules`` for the bounded loop with the no-LLM
+    follow-up (``max_rounds`` 2): then ``retrieve_knowledge`` is the time of every round
+    and of assess_evidence between them, and ``retrieve_knowledge.2_rounds`` the same for the
+    questions that took a second round."""
+    name, _, loop = recipe.partition("+")
+    ctx = QueryContext(recipe=name, no_llm_follow_up=loop == "rules",
+                       max_rounds=2 if loop else 1)
+    runtime = SimpleNamespace(context=ctx, stream_writer=lambda _event: None)
     state: dict[str, Any] = {"query": question, "scope": scope}
     ms: dict[str, float] = {}
     for node in (nodes.analyze_query, nodes.retrieve_knowledge, nodes.build_context):
         start = time.perf_counter()
         state |= node(state, runtime)  # type: ignore[arg-type]
+        while node is nodes.retrieve_knowledge and loop:
+            state |= nodes.assess_evidence(state, runtime)  # type: ignore[arg-type]
+            if not state.get("follow_up"):
+                break
+            state |= node(state, runtime)  # type: ignore[arg-type]
         ms[node.__name__] = (time.perf_counter() - start) * 1000
+    if len(state.get("rounds") or []) > 1:
+        ms["retrieve_knowledge.2_rounds"] = ms["retrieve_knowledge"]
     return state, ms
 
 

@@ -8,11 +8,11 @@ searched), ``why`` (the question itself, or the planner's reason), ``by`` ('ques
 ``calls`` / ``tokens`` (planner calls spent deciding after it) and ``stop`` (why the loop
 ended after it; None when another round followed).
 
-Merging keeps round 1's head: the first ``head`` passages (and facts and entities) of the
-evidence so far keep their places; after them the follow-up's items and the earlier
-evidence's rest alternate, the follow-up's first (it was asked because the evidence was
-short), duplicates dropped. A merged list never loses an item the earlier list ranked
-within its limit, unless the limit itself cuts it.
+Merging keeps round 1's head: the passages of the first ``head`` documents (and the first
+``head`` facts and entities) of the evidence so far keep their places; after them the
+follow-up's items and the earlier evidence's rest alternate, the follow-up's first (it was
+asked because the evidence was short), duplicates dropped. A merged list never loses an
+item the earlier list ranked within its limit, unless the limit itself cuts it.
 """
 
 from __future__ import annotations
@@ -118,7 +118,10 @@ def merge_evidence(state: dict[str, Any], found: dict[str, Any], head: int, *,
     and the counts of what it added."""
     old_p, new_p = state.get("passages") or [], found.get("passages") or []
     old_f, new_f = state.get("facts") or [], found.get("facts") or []
-    passages = interleave(old_p, new_p, _by_id, head)
+    # the head counts sources, as a reader (and a recall measure) does: the passages of
+    # round 1's first ``head`` documents keep their places
+    kept = source_head(old_p, head)
+    passages = interleave(old_p, new_p, _by_id, kept)
     facts = interleave(old_f, new_f, _by_id, head, fact_limit)
     entities = _merge_entities(state.get("entities") or [], found.get("entities") or [],
                                facts, head, entity_limit)
@@ -127,11 +130,24 @@ def merge_evidence(state: dict[str, Any], found: dict[str, Any], head: int, *,
     new_rank = ((found.get("search_metrics") or {}).get("ppr") or {}).get("ranked") or []
     if old_rank or new_rank:
         metrics["ppr"] = {**(metrics.get("ppr") or {}),
-                          "ranked": interleave(old_rank, new_rank, _same, head)}
+                          "ranked": interleave(old_rank, new_rank, _same, kept)}
     added = {"passages": _added(old_p, passages), "facts": _added(old_f, facts),
              "entities": _added(state.get("entities") or [], entities)}
     return {"passages": passages, "facts": facts, "entities": entities,
             "search_metrics": metrics}, added
+
+
+def source_head(passages: Sequence[dict[str, Any]], head: int) -> int:
+    """How many leading passages hold the first ``head`` distinct documents (a document
+    split into several chunks counts once)."""
+    seen: set[Any] = set()
+    for n, p in enumerate(passages):
+        doc = p.get("document_id") or p.get("uri") or p["id"]
+        if doc not in seen:
+            if len(seen) == head:
+                return n
+            seen.add(doc)
+    return len(passages)
 
 
 def _added(old: Sequence[dict[str, Any]], merged: Sequence[dict[str, Any]]) -> int:

@@ -193,7 +193,7 @@ def assess_evidence(state: QueryState, runtime: Runtime[QueryContext]) -> dict[s
     last |= {k: decision.pop(k) for k in ("calls", "tokens") if k in decision}
     last["stop"] = decision.get("stop")
     follow = None if decision.get("stop") else decision
-    get_stream_writer()({"round": dict(last)})
+    runtime.stream_writer({"round": dict(last)})
     metrics = dict(state.get("search_metrics") or {})
     metrics["planner"] = {"calls": sum(r["calls"] for r in rounds),
                           "tokens": sum(r["tokens"] for r in rounds)}

@@ -282,3 +282,9 @@ def test_merge_keeps_the_head_and_alternates_the_rest() -> None:
     assert loop.interleave([1, 2], [], lambda x: x, 2, limit=1) == [1]
     assert loop.check_sub_question("Who founded Y?", "Y", ["Who founded X?"]) is None
     assert loop.check_sub_question("who FOUNDED x ?", "", ["Who founded X?"]) == loop.REPEATED
+
+
+def test_the_head_counts_documents_not_chunks() -> None:
+    rows = [{"id": "c1", "document_id": "d1"}, {"id": "c2", "document_id": "d1"},
+            {"id": "c3", "document_id": "d2"}, {"id": "c4", "document_id": "d3"}]
+    assert [loop.source_head(rows, n) for n in (0, 1, 2, 3, 9)] == [0, 2, 3, 4, 4]
