@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from graph_flows.query import ppr, scoring
+from graph_flows.query import passage_order, ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
 from graph_flows.shared.threads import ContextThreadPool
@@ -184,7 +184,9 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
 def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHit],
               dense: list[evidence.ChunkHit], text_hits: list[evidence.ChunkHit],
               ) -> tuple[ppr.Graph, list[str]]:
-    """Seeds, the graph, PageRank (its mass into ``out.mass``) and the passages in order."""
+    """Seeds, the graph, PageRank (its mass into ``out.mass``) and the passages in order:
+    PageRank's top :data:`PASSAGE_LIMIT`, ordered by the graph's and the question-match
+    evidence together (graph_flows.query.passage_order)."""
     scaled = ppr.min_max({h.fact.id: h.similarity for h in out.linked})
     seeds = ppr.combine(
         ppr.entity_seeds([(h.fact.subject_id, h.fact.object_id, scaled[h.fact.id])
@@ -194,8 +196,11 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
     graph = ppr.indexed_graph(hood.nodes, np.concatenate(
         [hood.mention, hood.relation, hood.synonym]), dict(hood.index), extra=seeds)
     out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degree)
-    chunk_ids = set(hood.chunk_ids()) | {h.id for h in dense + text_hits}
-    return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass, PASSAGE_LIMIT)]
+    chunk_ids = sorted(set(hood.chunk_ids()) | {h.id for h in dense + text_hits})
+    top = [c for c, _ in ppr.rank(chunk_ids, out.mass, PASSAGE_LIMIT)]
+    return graph, passage_order.head_order(
+        top, chunk_ids, out.mass, {h.id: h.score for h in dense},
+        {h.id: h.score for h in text_hits})
 
 
 def _linked_ids(job: Future[list[search.FactHit]],
