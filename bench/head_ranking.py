@@ -103,35 +103,40 @@ def _docs(rec: dict[str, Any], chunks: Sequence[str]) -> list[str]:
 
 
 def methods() -> dict[str, Callable[[dict[str, Any]], list[str]]]:
-    """Candidate passage orders (chunk ids) of one dump record: PageRank's, the dense
-    retriever's, and PageRank's top passages re-ordered by mixtures of the three
-    distributions (:mod:`graph_flows.query.passage_order`) with the weights of
-    :data:`MIXTURES`."""
+    """Passage orders (chunk ids) of one dump record: PageRank's, the dense retriever's,
+    and PageRank's top passages re-ordered by the shipped mixture
+    (:func:`graph_flows.query.passage_order.head_order`) and by the variants tried."""
     def plain(rec: dict[str, Any]) -> list[str]:
         return [c for c, _ in ppr.rank(rec["chunks"], rec["mass"])]
 
     def dense(rec: dict[str, Any]) -> list[str]:
         return sorted(rec["dense"], key=lambda c: -rec["dense"][c])
 
-    def mixed(weights: dict[str, float]) -> Callable[[dict[str, Any]], list[str]]:
+    def head(graph_weight: float = passage_order.GRAPH_WEIGHT, bm25: bool = True,
+             ) -> Callable[[dict[str, Any]], list[str]]:
         def order(rec: dict[str, Any]) -> list[str]:
-            top = plain(rec)[:evidence.PASSAGE_LIMIT]
-            return passage_order.head_order(top, rec["chunks"], rec["mass"], rec["dense"],
-                                            rec["text"], weights)
+            return passage_order.head_order(plain(rec)[:evidence.PASSAGE_LIMIT],
+                                            rec["chunks"], rec["mass"], rec["dense"],
+                                            rec["text"] if bm25 else {}, graph_weight)
         return order
 
-    return {"ppr": plain, "dense": dense} | {
-        name: mixed(w) for name, w in MIXTURES.items()}
+    def thirds(w_graph: float, w_dense: float, w_text: float,
+               ) -> Callable[[dict[str, Any]], list[str]]:
+        """A mixture of the three distributions (dense and BM25 apart, not a product)."""
+        def order(rec: dict[str, Any]) -> list[str]:
+            top = plain(rec)[:evidence.PASSAGE_LIMIT]
+            graph = passage_order.mass_shares(top, rec["mass"], rec["chunks"])
+            d = passage_order.standardised_softmax(rec["dense"])
+            t = passage_order.standardised_softmax(rec["text"])
+            fused = [w_graph * graph[c] + w_dense * d.get(c, 0.0) + w_text * t.get(c, 0.0)
+                     for c in top]
+            return [top[i] for i in np.argsort(-np.asarray(fused), kind="stable")]
+        return order
 
-
-G, D, T = passage_order.GRAPH, passage_order.DENSE, passage_order.TEXT
-MIXTURES = {
-    "thirds (shipped)": dict(passage_order.WEIGHTS),
-    "graph+dense": {G: 1 / 2, D: 1 / 2},
-    "graph .5 / text .5": {G: 1 / 2, D: 1 / 4, T: 1 / 4},
-    "dense+text": {D: 1 / 2, T: 1 / 2},
-}
-"""Mixtures compared by ``score`` (weights of the graph, dense and BM25 distributions)."""
+    return {"ppr": plain, "dense": dense, "shipped": head(),
+            "match: dense only": head(bm25=False), "match only": head(0.0),
+            "mixture 1/3 each": thirds(1 / 3, 1 / 3, 1 / 3),
+            "mixture 1/2 1/4 1/4": thirds(1 / 2, 1 / 4, 1 / 4)}
 
 
 def score(records: list[dict[str, Any]], order: Callable[[dict[str, Any]], list[str]],

@@ -18,8 +18,11 @@ run on their own thread beside this module's steps:
    storage.synonyms, looked up for a seed whose are not computed yet), and
    personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
    left outside leak (so a cut never inflates the edges kept);
-4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their
-   nodes (facts: of both ends).
+4. PageRank's top :data:`PASSAGE_LIMIT` passages by mass are the passages returned, in
+   the order of graph_flows.query.passage_order: a mixture of their share of the mass and
+   the question match of the dense and BM25 hits (both already fetched in step 2, so no
+   statement more), the two kinds of evidence weighed alike (issue 24); entities and facts
+   re-ranked by the mass of their nodes (facts: of both ends).
 
 Weights and limits are the module constants; none was tuned on the evaluation questions
 (docs/BENCHMARKS.md says which were measured and on what; the synonym threshold is the

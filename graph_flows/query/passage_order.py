@@ -1,22 +1,24 @@
 """The final passage order of recipe ``ppr``: PageRank chooses the passages, the graph's
-and the question-match evidence together order them (issue 24, pure functions).
+evidence and the question-match evidence, made comparable, order them (issue 24; pure
+functions).
 
 PageRank's top :data:`~graph_flows.query.evidence.PASSAGE_LIMIT` passages are kept as they
-are (the depth the graph wins: R@10 and AllSupp@10 cannot change), and put in the order of
-a mixture of three probability distributions over the candidate passages, each made from
-one kind of evidence so that their scores are comparable:
+are (the depth the graph wins: R@10 and AllSupp@10 cannot change), and ordered by a
+mixture of two probability distributions over passages, one per kind of evidence:
 
-- the graph's: PageRank mass, as each passage's share of the mass on the candidates
-  (PageRank's mass is a probability distribution already);
-- the dense retriever's: a softmax of its cosines standardised over its own hit list (the
-  temperature is their spread: a passage far above the rest of the list gets most of the
-  probability, a flat list spreads it), 0 for a passage it did not return;
-- the BM25 retriever's: the same softmax of its scores over its own hit list.
+- the graph's: each passage's share of the PageRank mass on all the passages PageRank
+  ranked (PageRank's mass is a probability distribution already);
+- the question match's: the two retrievers that compare the question with the passage
+  text, dense (cosine) and BM25, each turned into a distribution over its own hit list by a
+  softmax of its scores standardised over that list (:func:`standardised_softmax`: the
+  temperature is the list's own spread, so neither retriever's raw scale counts; a passage
+  far above the rest of its list gets most of the probability, a flat list spreads it), and
+  combined as a product of experts (:func:`match_distribution`): a passage both retrievers
+  single out comes first, one only one of them likes is held back by the other.
 
-Each is a distribution summing to one, so no retriever's raw scale decides, and a passage
-that one retriever singles out, or that several agree on, comes first. The weights are
-:data:`WEIGHTS` (docs/BENCHMARKS.md, "Issue 24", says what was tried and on which
-questions). Ties keep PageRank's order.
+The two kinds weigh the same (:data:`GRAPH_WEIGHT` one half: no kind preferred). Ties keep
+PageRank's order. docs/BENCHMARKS.md ("Issue 24") says what else was tried, on which
+questions, and why this should hold on others.
 """
 
 from __future__ import annotations
@@ -26,9 +28,8 @@ from itertools import repeat
 
 import numpy as np
 
-GRAPH, DENSE, TEXT = "graph", "dense", "text"
-WEIGHTS: Mapping[str, float] = {GRAPH: 1 / 3, DENSE: 1 / 3, TEXT: 1 / 3}
-"""Mixture weights of the three distributions (equal: no kind of evidence preferred)."""
+GRAPH_WEIGHT = 0.5
+"""Weight of the graph's distribution in the mixture (the question match's: the rest)."""
 
 
 def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -41,6 +42,24 @@ def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:
     z = (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
     weights = np.exp(z - z.max())
     return dict(zip(scores, (weights / weights.sum()).tolist(), strict=True))
+
+
+def match_distribution(dense: Mapping[str, float], text: Mapping[str, float],
+                       ) -> dict[str, float]:
+    """The question match over the passages either retriever returned (``dense``,
+    ``text``: passage id -> its score): the product of the two retrievers'
+    :func:`standardised_softmax` distributions, normalised. A passage one retriever did
+    not return gets that retriever's smallest probability (it ranked below its whole list:
+    the list's last is the most it could have). One list empty: the other's alone."""
+    experts = [p for p in (standardised_softmax(dense), standardised_softmax(text)) if p]
+    if not experts:
+        return {}
+    ids = list(dict.fromkeys(i for p in experts for i in p))
+    product = np.ones(len(ids))
+    for p in experts:
+        product *= np.fromiter(map(p.get, ids, repeat(min(p.values()))), dtype=np.float64,
+                               count=len(ids))
+    return dict(zip(ids, (product / product.sum()).tolist(), strict=True))
 
 
 def mass_shares(ids: Sequence[str], mass: Mapping[str, float],
@@ -57,28 +76,17 @@ def mass_shares(ids: Sequence[str], mass: Mapping[str, float],
     return dict(zip(ids, (values / total if total > 0 else values).tolist(), strict=True))
 
 
-def mixture(ids: Sequence[str], distributions: Mapping[str, Mapping[str, float]],
-            weights: Mapping[str, float] = WEIGHTS) -> np.ndarray:
-    """The weighted sum of ``distributions`` (by name, as in ``weights``) at each id."""
-    out = np.zeros(len(ids))
-    for name, dist in distributions.items():
-        weight = weights.get(name, 0.0)
-        if weight and dist:
-            out += weight * np.fromiter((dist.get(i, 0.0) for i in ids), dtype=np.float64,
-                                        count=len(ids))
-    return out
-
-
 def head_order(top: Sequence[str], candidates: Sequence[str], mass: Mapping[str, float],
                dense: Mapping[str, float], text: Mapping[str, float],
-               weights: Mapping[str, float] = WEIGHTS) -> list[str]:
-    """``top`` (PageRank's chosen passages, in its order) ordered by the mixture of the
-    graph's share of the mass on ``candidates`` (every passage PageRank ranked), the dense
-    cosines' and the BM25 scores' standardised softmax over their own hit lists
-    (``dense``, ``text``: passage id -> score); ties keep ``top``'s order."""
+               graph_weight: float = GRAPH_WEIGHT) -> list[str]:
+    """``top`` (PageRank's chosen passages, in its order) ordered by ``graph_weight`` times
+    their share of the PageRank mass on ``candidates`` (every passage PageRank ranked) plus
+    the rest times the question match (:func:`match_distribution` of the dense and BM25
+    hits); ties keep ``top``'s order."""
     if len(top) < 2:
         return list(top)
-    fused = mixture(top, {GRAPH: mass_shares(top, mass, candidates),
-                          DENSE: standardised_softmax(dense),
-                          TEXT: standardised_softmax(text)}, weights)
+    graph = mass_shares(top, mass, candidates)
+    match = match_distribution(dense, text)
+    fused = np.fromiter((graph_weight * graph[i] + (1 - graph_weight) * match.get(i, 0.0)
+                         for i in top), dtype=np.float64, count=len(top))
     return [top[i] for i in np.argsort(-fused, kind="stable").tolist()]

@@ -46,10 +46,25 @@ def test_mass_shares_are_over_the_candidates() -> None:
     assert po.mass_shares(["a", "b"], {"a": -1.0, "b": 1.0}) == {"a": 0.0, "b": 1.0}
 
 
-def test_mixture_weighs_each_distribution() -> None:
-    mixed = po.mixture(["a", "b"], {"x": {"a": 1.0}, "y": {"b": 1.0}, "z": {"a": 9.0}},
-                       {"x": 0.25, "y": 0.75})
-    assert mixed.tolist() == pytest.approx([0.25, 0.75])  # "z" has no weight
+def test_match_distribution_is_a_product_of_the_two_retrievers() -> None:
+    dense = {"both": 0.8, "dense_only": 0.7, "d3": 0.3, "d4": 0.2}
+    text = {"both": 9.0, "text_only": 8.0, "t3": 1.0}
+    match = po.match_distribution(dense, text)
+    assert set(match) == set(dense) | set(text)
+    assert sum(match.values()) == pytest.approx(1.0)
+    d, t = po.standardised_softmax(dense), po.standardised_softmax(text)
+    # a passage one retriever missed gets that retriever's smallest probability
+    assert match["dense_only"] / match["both"] == pytest.approx(
+        d["dense_only"] * min(t.values()) / (d["both"] * t["both"]))
+    assert max(match, key=match.__getitem__) == "both"  # singled out by both
+    assert match["both"] > d["both"] and match["both"] > t["both"]
+
+
+def test_match_distribution_with_one_or_no_retriever() -> None:
+    dense = {"a": 0.9, "b": 0.1}
+    assert po.match_distribution(dense, {}) == pytest.approx(po.standardised_softmax(dense))
+    assert po.match_distribution({}, dense) == pytest.approx(po.standardised_softmax(dense))
+    assert po.match_distribution({}, {}) == {}
 
 
 def test_head_order_keeps_pagerank_passages_and_puts_agreed_evidence_first() -> None:
@@ -59,10 +74,15 @@ def test_head_order_keeps_pagerank_passages_and_puts_agreed_evidence_first() -> 
     text = {"d1": 12.0, "x": 4.0, "y": 3.5}
     order = po.head_order(top, list(mass), mass, dense, text)
     assert sorted(order) == sorted(top)  # the same passages, none added or dropped
-    assert order[0] == "d1"  # singled out by both retrievers, in the graph's top too
-    assert order[1:] == ["g2", "g1"] or order[1:] == ["g1", "g2"]
+    assert order == ["d1", "g1", "g2"]  # singled out by both retrievers; then the graph's
     # the graph alone decides when the retrievers found none of them
-    assert po.head_order(top, list(mass), mass, {"x": 1.0}, {}) == top
+    assert po.head_order(top, list(mass), mass, {"x": 1.0, "y": 0.5}, {}) == top
+    # BM25 alone singling a passage out moves it first; the dense retriever putting that
+    # passage last of its list holds it back (a product, not a sum, of the two)
+    lexical = {"g2": 12.0, "x": 1.0, "y": 1.0, "z": 1.0}
+    assert po.head_order(top, list(mass), mass, {}, lexical)[0] == "g2"
+    doubting = {"g1": 0.9, "x": 0.85, "y": 0.8, "z": 0.75, "g2": 0.1}
+    assert po.head_order(top, list(mass), mass, doubting, lexical)[0] == "g1"
 
 
 def test_head_order_without_question_match_is_pagerank_order() -> None:
@@ -77,9 +97,9 @@ def test_ties_keep_pagerank_order() -> None:
     assert po.head_order(top, top, {"a": 0.5, "b": 0.5}, {}, {}) == ["b", "a"]
 
 
-def test_weights_decide_between_the_graph_and_the_match() -> None:
+def test_graph_weight_decides_between_the_graph_and_the_match() -> None:
     top = ["g", "d"]
     mass = {"g": 0.9, "d": 0.1}
     dense = {"d": 0.9, "g": 0.1, "x": 0.1}
-    assert po.head_order(top, top, mass, dense, {}, {po.GRAPH: 1.0})[0] == "g"
-    assert po.head_order(top, top, mass, dense, {}, {po.DENSE: 1.0})[0] == "d"
+    assert po.head_order(top, top, mass, dense, {}, graph_weight=1.0)[0] == "g"
+    assert po.head_order(top, top, mass, dense, {}, graph_weight=0.0)[0] == "d"
