@@ -1,5 +1,6 @@
 """Dump the ``ppr`` recipe's passage candidates with their signals, per question, so passage
-orders (fusions of the graph's and the dense evidence) can be compared offline (issue 24).
+orders (fusions of the graph's, the dense and the BM25 evidence) can be compared offline
+(issue 24).
 
 Usage::
 
@@ -10,15 +11,15 @@ Usage::
 
 ``dump`` runs ``analyze_query`` and ``retrieve_knowledge`` (recipe ``ppr``) for every
 question and records, from inside the recipe (``evidence._pagerank`` wrapped, its result
-unchanged): the PageRank graph and degrees, the three seed maps (linked-fact entities, dense
-passages, BM25 passages), every candidate passage's dense cosine, BM25 score and mass, the
+unchanged): the PageRank graph and degrees, the linked-fact entities' seed weights, the
+order the recipe returned, every candidate passage's dense cosine, BM25 score and mass, the
 document each candidate chunk belongs to, the rest of the list ``krag eval multihop`` scores
 (fact sources, entity provenance) and the gold passages. Nothing goes into the repository.
 
-``score`` replays candidate orders from a dump (:mod:`graph_flows.query.fusion`'s methods and
-the plain PageRank order, the dense top 30 as the dense baseline), scored as ``krag eval
-multihop`` scores (R@2/5/10, AllSupp@10, MRR), on all questions, odd and even halves and
-by hop count.
+``score`` replays orders from a dump (:func:`graph_flows.query.passage_order.head_order`,
+the variants tried beside it, the plain PageRank order, and the recipe's dense top 30 as a
+ranking of its own), scored as ``krag eval multihop`` scores (R@2/5/10, AllSupp@10, MRR),
+on all questions, odd and even halves and by hop count.
 """
 
 from __future__ import annotations
