@@ -18,8 +18,11 @@ run on their own thread beside this module's steps:
    storage.synonyms, looked up for a seed whose are not computed yet), and
    personalized PageRank (damping ppr.DAMPING) runs on it, letting the mass of the edges
    left outside leak (so a cut never inflates the edges kept);
-4. passages are ranked by PageRank mass; entities and facts re-ranked by the mass of their
-   nodes (facts: of both ends).
+4. PageRank's top :data:`PASSAGE_LIMIT` passages by mass are the passages returned, in
+   the order of graph_flows.query.passage_order: a mixture of their share of the mass and
+   the question match of the dense and BM25 hits (both already fetched in step 2, so no
+   statement more), the two kinds of evidence weighed alike (issue 24); entities and facts
+   re-ranked by the mass of their nodes (facts: of both ends).
 
 Weights and limits are the module constants; none was tuned on the evaluation questions
 (docs/BENCHMARKS.md says which were measured and on what; the synonym threshold is the
@@ -37,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from graph_flows.query import ppr, scoring
+from graph_flows.query import passage_order, ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
 from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
 from graph_flows.shared.threads import ContextThreadPool
@@ -184,7 +187,9 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
 def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHit],
               dense: list[evidence.ChunkHit], text_hits: list[evidence.ChunkHit],
               ) -> tuple[ppr.Graph, list[str]]:
-    """Seeds, the graph, PageRank (its mass into ``out.mass``) and the passages in order."""
+    """Seeds, the graph, PageRank (its mass into ``out.mass``) and the passages in order:
+    PageRank's top :data:`PASSAGE_LIMIT`, ordered by the graph's and the question-match
+    evidence together (graph_flows.query.passage_order)."""
     scaled = ppr.min_max({h.fact.id: h.similarity for h in out.linked})
     seeds = ppr.combine(
         ppr.entity_seeds([(h.fact.subject_id, h.fact.object_id, scaled[h.fact.id])
@@ -194,8 +199,11 @@ def _pagerank(out: Ranked, hood: evidence.Neighbourhood, top: list[search.FactHi
     graph = ppr.indexed_graph(hood.nodes, np.concatenate(
         [hood.mention, hood.relation, hood.synonym]), dict(hood.index), extra=seeds)
     out.mass = ppr.personalized_pagerank(graph, seeds, degrees=hood.degree)
-    chunk_ids = set(hood.chunk_ids()) | {h.id for h in dense + text_hits}
-    return graph, [c for c, _ in ppr.rank(sorted(chunk_ids), out.mass, PASSAGE_LIMIT)]
+    chunk_ids = sorted(set(hood.chunk_ids()) | {h.id for h in dense + text_hits})
+    top = [c for c, _ in ppr.rank(chunk_ids, out.mass, PASSAGE_LIMIT)]
+    return graph, passage_order.head_order(
+        top, chunk_ids, out.mass, {h.id: h.score for h in dense},
+        {h.id: h.score for h in text_hits})
 
 
 def _linked_ids(job: Future[list[search.FactHit]],

@@ -1,0 +1,92 @@
+"""The final passage order of recipe ``ppr``: PageRank chooses the passages, the graph's
+evidence and the question-match evidence, made comparable, order them (issue 24; pure
+functions).
+
+PageRank's top :data:`~graph_flows.query.evidence.PASSAGE_LIMIT` passages are kept as they
+are (the depth the graph wins: R@10 and AllSupp@10 cannot change), and ordered by a
+mixture of two probability distributions over passages, one per kind of evidence:
+
+- the graph's: each passage's share of the PageRank mass on all the passages PageRank
+  ranked (PageRank's mass is a probability distribution already);
+- the question match's: the two retrievers that compare the question with the passage
+  text, dense (cosine) and BM25, each turned into a distribution over its own hit list by a
+  softmax of its scores standardised over that list (:func:`standardised_softmax`: the
+  temperature is the list's own spread, so neither retriever's raw scale counts; a passage
+  far above the rest of its list gets most of the probability, a flat list spreads it), and
+  combined as a product of experts (:func:`match_distribution`): a passage both retrievers
+  single out comes first, one only one of them likes is held back by the other.
+
+The two kinds weigh the same (:data:`GRAPH_WEIGHT` one half: no kind preferred). Ties keep
+PageRank's order. docs/BENCHMARKS.md ("Issue 24") says what else was tried, on which
+questions, and why this should hold on others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import repeat
+
+import numpy as np
+
+GRAPH_WEIGHT = 0.5
+"""Weight of the graph's distribution in the mixture (the question match's: the rest)."""
+
+
+def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:
+    """A probability per id: ``exp(z)`` normalised, ``z`` the score standardised over the
+    given scores (mean 0, standard deviation 1; all equal: uniform). Empty: empty."""
+    if not scores:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64, count=len(scores))
+    spread = float(values.std())
+    z = (values - values.mean()) / spread if spread > 0 else np.zeros_like(values)
+    weights = np.exp(z - z.max())
+    return dict(zip(scores, (weights / weights.sum()).tolist(), strict=True))
+
+
+def match_distribution(dense: Mapping[str, float], text: Mapping[str, float],
+                       ) -> dict[str, float]:
+    """The question match over the passages either retriever returned (``dense``,
+    ``text``: passage id -> its score): the product of the two retrievers'
+    :func:`standardised_softmax` distributions, normalised. A passage one retriever did
+    not return gets that retriever's smallest probability (it ranked below its whole list:
+    the list's last is the most it could have). One list empty: the other's alone."""
+    experts = [p for p in (standardised_softmax(dense), standardised_softmax(text)) if p]
+    if not experts:
+        return {}
+    ids = list(dict.fromkeys(i for p in experts for i in p))
+    product = np.ones(len(ids))
+    for p in experts:
+        product *= np.fromiter(map(p.get, ids, repeat(min(p.values()))), dtype=np.float64,
+                               count=len(ids))
+    return dict(zip(ids, (product / product.sum()).tolist(), strict=True))
+
+
+def mass_shares(ids: Sequence[str], mass: Mapping[str, float],
+                candidates: Sequence[str] | None = None) -> dict[str, float]:
+    """Each of ``ids``' share of the (positive) mass on ``candidates`` (default: ``ids``);
+    no mass: all 0."""
+    def positive(keys: Sequence[str]) -> np.ndarray:
+        values = np.fromiter(map(mass.get, keys, repeat(0.0)), dtype=np.float64,
+                             count=len(keys))
+        return np.maximum(values, 0.0)
+
+    values = positive(ids)
+    total = float((values if candidates is None else positive(candidates)).sum())
+    return dict(zip(ids, (values / total if total > 0 else values).tolist(), strict=True))
+
+
+def head_order(top: Sequence[str], candidates: Sequence[str], mass: Mapping[str, float],
+               dense: Mapping[str, float], text: Mapping[str, float],
+               graph_weight: float = GRAPH_WEIGHT) -> list[str]:
+    """``top`` (PageRank's chosen passages, in its order) ordered by ``graph_weight`` times
+    their share of the PageRank mass on ``candidates`` (every passage PageRank ranked) plus
+    the rest times the question match (:func:`match_distribution` of the dense and BM25
+    hits); ties keep ``top``'s order."""
+    if len(top) < 2:
+        return list(top)
+    graph = mass_shares(top, mass, candidates)
+    match = match_distribution(dense, text)
+    fused = np.fromiter((graph_weight * graph[i] + (1 - graph_weight) * match.get(i, 0.0)
+                         for i in top), dtype=np.float64, count=len(top))
+    return [top[i] for i in np.argsort(-fused, kind="stable").tolist()]
