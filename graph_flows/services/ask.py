@@ -7,6 +7,7 @@ after build_context (``QueryContext.generate_answer=False``).
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -103,9 +104,9 @@ def round_line(record: dict[str, Any]) -> str:
     if by == "question":
         what, sign = "the question", ""
     else:
-        bridge = f", bridge: {record['bridge']}" if record.get("bridge") else ""
-        query = " ".join(str(record.get("query", "")).split())[:200]
-        what, sign = f"{query} (asked by {WHO_ASKED.get(by, by)}{bridge})", "+"
+        bridge = f", bridge: {_plain(record['bridge'])}" if record.get("bridge") else ""
+        what = f"{_plain(record.get('query', ''))} (asked by {WHO_ASKED.get(by, by)}{bridge})"
+        sign = "+"
     counts = ", ".join(f"{sign}{_count(added.get(k, 0), k)}"
                        for k in ("passages", "facts", "entities"))
     line = (f"round {record.get('round', '?')}: {what} — {counts}, "
@@ -116,6 +117,13 @@ def round_line(record: dict[str, Any]) -> str:
     if record.get("stop"):
         line += f"; stopped: {record['stop']}"
     return line
+
+
+def _plain(text: Any, limit: int = 200) -> str:
+    """``text`` (a model's words) on one line, without control characters (no terminal
+    escape sequences), at most ``limit`` characters."""
+    words = "".join(c for c in str(text) if unicodedata.category(c) != "Cc" or c.isspace())
+    return " ".join(words.split())[:limit]
 
 
 _SINGULAR = {"passages": "passage", "facts": "fact", "entities": "entity", "calls": "call",

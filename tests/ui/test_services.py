@@ -103,3 +103,12 @@ def test_two_rounds_stream_one_event_each(store: KnowledgeStore) -> None:
     second = ask.round_line(seen[1])
     assert second.startswith(f"round 2: {seen[1]['query']} (asked by the no-LLM rules, "
                              f"bridge: {seen[1]['bridge']}) — +")
+
+
+def test_a_round_line_is_one_plain_line() -> None:
+    record = {"round": 2, "query": "Where did\x1b[31m Kael\n grow up?", "by": "rules",
+              "bridge": "Kael\x07", "added": {"passages": 1, "facts": 2, "entities": 0},
+              "ms": 3.4, "calls": 0, "tokens": 0, "stop": None}
+    assert ask.round_line(record) == ("round 2: Where did[31m Kael grow up? (asked by the "
+                                      "no-LLM rules, bridge: Kael) — +1 passage, +2 facts, "
+                                      "+0 entities, 3 ms")
