@@ -195,13 +195,21 @@ def kag_query(
         "relations": [relation_record(f) for f in rels],
         "context": text, "definitions": definitions, "facts_text": facts_text,
         "total_entities": len(ents), "total_relations": len(rels),
-        "total": len(ents) + len(rels), "rounds": list(state.get("rounds", [])),
+        "total": len(ents) + len(rels), "rounds": guard_rounds(state.get("rounds", [])),
         "errors": list(state.get("errors", [])),
     }
     if passages:
         out["passages"] = passages
         out["withheld"] = withheld
     return out
+
+
+def guard_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rounds ready for an agent (kag_query's result): each searched query, reason and
+    bridge entity with instruction-like spans withheld and tags neutralised, as the
+    question in its context (a planner's words may echo document text)."""
+    return [{**r, **{k: for_prompt(str(r.get(k) or ""))[0] for k in ("query", "why", "bridge")}}
+            for r in rounds]
 
 
 def withheld_notice(counts: dict[str, int]) -> str:
