@@ -8,7 +8,8 @@ including its ancestors':
 - ``kag_query``: the query graph without the answer step (analysis, retrieval, context):
   entities, relations with dates and sources, a formatted context and counts; ``max_hops`` > 1
   adds facts up to that many hops from the entities named (the query graph's walk; recipes
-  ``split`` and ``rrf``, ``ppr`` follows the graph by PageRank);
+  ``split`` and ``rrf``, ``ppr`` follows the graph by PageRank); ``max_rounds`` bounds its
+  retrieval loop and ``rounds`` says what each round searched, added and why it stopped;
 - ``recall``: facts matching a text (LIKE + vector), currently valid ones or as of a date;
 - ``remember``: store a caller's fact through the extraction validation
   (:func:`~graph_flows.indexing.extraction.validation.validate_extraction`) with MCP provenance;
@@ -21,7 +22,8 @@ This module is the adapter only (schemas, transports); the tools' work is in
 there and come back as tool errors whose text says what to change; nothing else from the
 server's internals reaches the client. Arguments are checked against the published schema
 with unknown names refused (``additionalProperties: false``), and a rejected argument is one
-line too (``max_hops must be 1..3, got 4.``, as the use cases word it), not pydantic's report.
+line too (``max_hops must be 1..3, got 4.``, as the use cases word it), not pydantic's report;
+``max_rounds`` is checked by the use case itself, so its error is the one every surface gives.
 ``server_info.version`` is the installed package's version.
 """
 
@@ -42,7 +44,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ConfigDict, Field, ValidationError
 
-from graph_flows.services.ask import MAX_HOPS, MAX_LIMIT
+from graph_flows.services.ask import MAX_HOPS, MAX_LIMIT, MAX_ROUNDS
 from graph_flows.services.errors import RequestError
 from graph_flows.services.memory import MAX_RECALL, KnowledgeTools
 from graph_flows.services.tokens import has_active_tokens
@@ -182,7 +184,9 @@ def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
         "Query the knowledge graph for entities and their relationships. Use this for "
         "questions about concepts, people, organizations, or how things relate to each other "
         "in the indexed documents. Returns entities, relations (facts with subject, predicate, "
-        "object, dates and sources), a formatted context for an LLM, and counts."))
+        "object, dates and sources), a formatted context for an LLM, counts, and the "
+        "retrieval rounds (what each searched, who asked, what it added, why the loop "
+        "stopped)."))
     def kag_query(
         query: Annotated[str, Field(description="Natural language question or search terms")],
         entities: Annotated[list[str] | None, Field(
@@ -204,8 +208,16 @@ def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
         recipe: Annotated[str | None, Field(
             description="Optional retrieval recipe (split, rrf or ppr); 'ppr' also returns "
                         "ranked source passages. Default: the server's")] = None,
+        max_rounds: Annotated[int | None, Field(
+            description=f"Optional: retrieval rounds (1..{MAX_ROUNDS}): after each round the "
+                        "evidence is assessed and, when short, a follow-up sub-question is "
+                        "searched (recipe ppr, with the server's LLM as the planner; without "
+                        "one a single round runs). 1 turns the loop off. Default: the "
+                        "server's KRAG_MAX_ROUNDS",
+            json_schema_extra={"minimum": 1, "maximum": MAX_ROUNDS})] = None,
     ) -> dict[str, Any]:
-        return kag(query, entities, include_relations, max_hops, limit, source_id, recipe)
+        return kag(query, entities, include_relations, max_hops, limit, source_id, recipe,
+                   max_rounds)
 
     @tool(description=(
         "Search stored facts by text and meaning. Returns only facts valid now, or valid at "

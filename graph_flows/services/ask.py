@@ -7,10 +7,11 @@ after build_context (``QueryContext.generate_answer=False``).
 from __future__ import annotations
 
 import logging
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from graph_flows.query import analyze, sections
+from graph_flows.query import analyze, loop, sections
 from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
@@ -24,11 +25,13 @@ log = logging.getLogger(__name__)
 
 MAX_HOPS = 3
 MAX_LIMIT = 100
+MAX_ROUNDS = loop.MAX_ROUNDS
+WHO_ASKED = {"question": "the question", "llm": "the planner", "rules": "the no-LLM rules"}
 
 
 def build_request(
     question: str, scope: str | None = None, as_of: str | None = None,
-    model: str | None = None, max_hops: int | None = None,
+    model: str | None = None, max_hops: int | None = None, max_rounds: int | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(graph input, run context) of a question from plain arguments (None = default)."""
     payload: dict[str, Any] = {"query": question}
@@ -40,18 +43,27 @@ def build_request(
     if max_hops is not None:
         check_hops(max_hops)
         context["max_hops"] = max_hops
+    if max_rounds is not None:
+        check_rounds(max_rounds)
+        context["max_rounds"] = max_rounds
     return payload, context
 
 
 def run_query_streaming(
-    payload: dict[str, Any], context: dict[str, Any], on_token: Callable[[str], Any]
+    payload: dict[str, Any], context: dict[str, Any], on_token: Callable[[str], Any],
+    on_round: Callable[[dict[str, Any]], Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the query graph, calling ``on_token`` for each streamed token; return the output."""
+    """Run the query graph, calling ``on_token`` for each streamed token and ``on_round``
+    (when given) with each retrieval round's record as the loop decides after it; return
+    the output."""
     final: dict[str, Any] = {}
     for mode, chunk in graph.stream(payload, context=context,
                                     stream_mode=["custom", "values"]):
         if mode == "custom" and "token" in chunk:
             on_token(chunk["token"])
+        elif mode == "custom" and "round" in chunk:
+            if on_round is not None:
+                on_round(chunk["round"])
         elif mode == "values":
             final = chunk
     return final
@@ -61,17 +73,65 @@ def run_query_streaming(
 def ask(
     settings: Settings, question: str, on_token: Callable[[str], Any], *,
     scope: str | None = None, as_of: str | None = None, model: str | None = None,
-    max_hops: int | None = None,
+    max_hops: int | None = None, max_rounds: int | None = None,
+    on_round: Callable[[dict[str, Any]], Any] | None = None,
 ) -> dict[str, Any]:
-    """Answer ``question`` with resources built from ``settings`` (as `krag ask` does)."""
-    payload, context = build_request(question, scope, as_of, model, max_hops)
+    """Answer ``question`` with resources built from ``settings`` (as `krag ask` does);
+    ``on_round`` sees each retrieval round as it ends."""
+    payload, context = build_request(question, scope, as_of, model, max_hops, max_rounds)
     with use_resources(build_resources(settings)):
-        return run_query_streaming(payload, context, on_token)
+        return run_query_streaming(payload, context, on_token, on_round)
 
 
 def check_hops(max_hops: int) -> None:
     """The one check (and message) of ``max_hops`` for every surface."""
     _check(1 <= max_hops <= MAX_HOPS, f"max_hops must be 1..{MAX_HOPS}, got {max_hops}.")
+
+
+def check_rounds(max_rounds: Any) -> None:
+    """The one check (and message) of ``max_rounds`` for every surface (the query graph's
+    own, :func:`graph_flows.query.loop.check_rounds`)."""
+    message = loop.check_rounds(max_rounds)
+    _check(message is None, message or "")
+
+
+def round_line(record: dict[str, Any]) -> str:
+    """One plain line of a retrieval round (``rounds`` of the output): its number, what it
+    searched and who asked (the question, the planner, the no-LLM rules), the bridge entity,
+    what it added, its milliseconds and planner spend, and why the loop stopped after it."""
+    by = record.get("by", "")
+    added = record.get("added") or {}
+    if by == "question":
+        what, sign = "the question", ""
+    else:
+        bridge = f", bridge: {_plain(record['bridge'])}" if record.get("bridge") else ""
+        what = f"{_plain(record.get('query', ''))} (asked by {WHO_ASKED.get(by, by)}{bridge})"
+        sign = "+"
+    counts = ", ".join(f"{sign}{_count(added.get(k, 0), k)}"
+                       for k in ("passages", "facts", "entities"))
+    line = (f"round {record.get('round', '?')}: {what} — {counts}, "
+            f"{float(record.get('ms') or 0):.0f} ms")
+    if record.get("calls"):
+        line += (f", planner {_count(record['calls'], 'calls')}, "
+                 f"{_count(record.get('tokens') or 0, 'tokens')}")
+    if record.get("stop"):
+        line += f"; stopped: {record['stop']}"
+    return line
+
+
+def _plain(text: Any, limit: int = 200) -> str:
+    """``text`` (a model's words) on one line, without control characters (no terminal
+    escape sequences), at most ``limit`` characters."""
+    words = "".join(c for c in str(text) if unicodedata.category(c) != "Cc" or c.isspace())
+    return " ".join(words.split())[:limit]
+
+
+_SINGULAR = {"passages": "passage", "facts": "fact", "entities": "entity", "calls": "call",
+             "tokens": "token"}
+
+
+def _count(n: int, plural: str) -> str:
+    return f"{n} {_SINGULAR[plural] if n == 1 else plural}"
 
 
 def _check(ok: bool, message: str) -> None:
@@ -83,11 +143,14 @@ def _check(ok: bool, message: str) -> None:
 def kag_query(
     scope: str, query: str, entities: list[str] | None = None, include_relations: bool = True,
     max_hops: int = 1, limit: int = 20, source_id: str | None = None,
-    recipe: str | None = None,
+    recipe: str | None = None, max_rounds: int | None = None,
 ) -> dict[str, Any]:
     """Entities, facts and a formatted context for ``query`` in ``scope`` (no answer);
-    ``passages`` (and a Passages part of the context) when the recipe ranked passages."""
+    ``passages`` (and a Passages part of the context) when the recipe ranked passages;
+    ``rounds``: the retrieval rounds (at most ``max_rounds``, default KRAG_MAX_ROUNDS)."""
     check_hops(max_hops)
+    if max_rounds is not None:
+        check_rounds(max_rounds)
     _check(1 <= limit <= MAX_LIMIT, f"limit must be 1..{MAX_LIMIT}, got {limit}.")
     if source_id is not None:
         source_id = source_id.strip()
@@ -97,6 +160,8 @@ def kag_query(
                "fallback_ratio": 0.0 if entities else 0.5, "generate_answer": False}
     if recipe:
         context["recipe"] = recipe
+    if max_rounds is not None:
+        context["max_rounds"] = max_rounds
     try:
         state = graph.invoke({"query": query, "scope": scope,
                               "entity_hints": list(entities or [])}, context=context)
@@ -130,12 +195,21 @@ def kag_query(
         "relations": [relation_record(f) for f in rels],
         "context": text, "definitions": definitions, "facts_text": facts_text,
         "total_entities": len(ents), "total_relations": len(rels),
-        "total": len(ents) + len(rels), "errors": list(state.get("errors", [])),
+        "total": len(ents) + len(rels), "rounds": guard_rounds(state.get("rounds", [])),
+        "errors": list(state.get("errors", [])),
     }
     if passages:
         out["passages"] = passages
         out["withheld"] = withheld
     return out
+
+
+def guard_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rounds ready for an agent (kag_query's result): each searched query, reason and
+    bridge entity with instruction-like spans withheld and tags neutralised, as the
+    question in its context (a planner's words may echo document text)."""
+    return [{**r, **{k: for_prompt(str(r.get(k) or ""))[0] for k in ("query", "why", "bridge")}}
+            for r in rounds]
 
 
 def withheld_notice(counts: dict[str, int]) -> str:

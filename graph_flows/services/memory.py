@@ -91,7 +91,8 @@ class KnowledgeTools:
     @_tool_scope
     def kag_query(self, query: str, entities: list[str] | None = None,
                   include_relations: bool = True, max_hops: int = 1, limit: int = 20,
-                  source_id: str | None = None, recipe: str | None = None) -> dict[str, Any]:
+                  source_id: str | None = None, recipe: str | None = None,
+                  max_rounds: int | None = None) -> dict[str, Any]:
         """See :func:`graph_flows.services.ask.kag_query`; an unknown ``source_id`` is a
         :class:`RequestError` (not an empty result that reads like "nothing known")."""
         if source_id is not None and source_id.strip():
@@ -101,7 +102,7 @@ class KnowledgeTools:
                    f"no source {source_id.strip()[:80]!r} in scope {self.scope!r}; known "
                    f"sources: {', '.join(known[:20]) or 'none'} (`krag status` lists them).")
         return ask.kag_query(self.scope, query, entities, include_relations, max_hops, limit,
-                             source_id, recipe)
+                             source_id, recipe, max_rounds)
 
     # -- recall ----------------------------------------------------------------------------
     @_tool_scope

@@ -1,4 +1,5 @@
-"""`langgraph dev` (in-memory LangGraph server) loads both graphs and serves their HTTP API."""
+"""`langgraph dev` (in-memory LangGraph server) loads both graphs and serves their HTTP API:
+the drawings Studio shows (the query loop's cycle), runs, streamed rounds, one-line refusals."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from graph_flows.query import loop
 from storage import KnowledgeStore
 from tests.procs import free_port
 from tests.query_fixtures import seed_graph
@@ -114,3 +117,61 @@ def test_both_graphs_draw_with_the_input_check_in_place() -> None:
         query.invoke({"question": "x"})
     with pytest.raises(ValueError, match="unknown field 'path'"):
         indexing.invoke({"path": ["x"]})
+
+
+def _sse(text: str) -> list[tuple[str, Any]]:
+    """(event, data) pairs of a server-sent-events body."""
+    events, name = [], ""
+    for line in text.splitlines():
+        if line.startswith("event:"):
+            name = line.removeprefix("event:").strip()
+        elif line.startswith("data:"):
+            events.append((name, json.loads(line.removeprefix("data:").strip() or "null")))
+    return events
+
+
+@pytest.mark.slow
+def test_langgraph_dev_draws_the_loop_and_runs_it(langgraph_server: str, db_url: str) -> None:
+    """Studio's view of the query loop: the cycle drawn (both graphs draw), the rounds
+    streamed and in the final values, a bad max_rounds in the run context (or an assistant's
+    context, as Studio saves it) and an unknown input key refused in one line."""
+    store = KnowledgeStore.open(db_url, embedding_model="local:minilm", embedding_dim=384)
+    seed_graph(store)
+    store.close()
+    question = {"query": "What did Ada Lovelace write?"}
+    with httpx.Client(base_url=langgraph_server, timeout=120) as client:
+        drawn = client.get("/assistants/query/graph").json()
+        edges = {(e["source"], e["target"]): e.get("conditional", False)
+                 for e in drawn["edges"]}
+        assert edges.get(("retrieve_knowledge", "assess_evidence")) is False, edges
+        assert edges.get(("assess_evidence", "retrieve_knowledge")) is True, edges
+        assert edges.get(("assess_evidence", "build_context")) is True, edges
+        indexing = client.get("/assistants/indexing/graph")
+        assert indexing.status_code == 200 and indexing.json()["edges"], indexing.text[:500]
+
+        bad = client.post("/runs/wait", json={"assistant_id": "query", "input": question,
+                                              "context": {"max_rounds": 9}}).json()
+        assert bad["__error__"] == {"error": "InvalidQueryError", "message": (
+            "max_rounds must be 1..4 (got 9); 1 turns the loop off")}, bad
+        saved = client.post("/assistants", json={"graph_id": "query", "name": "nine rounds",
+                                                  "context": {"max_rounds": 9}})
+        assert saved.status_code == 200, saved.text[:500]
+        bad = client.post("/runs/wait", json={
+            "assistant_id": saved.json()["assistant_id"], "input": question}).json()
+        assert bad["__error__"]["message"].startswith("max_rounds must be 1..4 (got 9)"), bad
+        unknown = client.post("/runs/wait", json={
+            "assistant_id": "query", "input": {"question": question["query"]}}).json()
+        assert unknown["__error__"]["message"].startswith(
+            "unknown field 'question'; did you mean 'query'?"), unknown
+
+        thread = client.post("/threads", json={}).json()["thread_id"]
+        streamed = client.post(f"/threads/{thread}/runs/stream", json={
+            "assistant_id": "query", "input": question, "context": {"max_rounds": 2},
+            "stream_mode": ["values", "custom"]})
+        events = _sse(streamed.text)
+    live = [data["round"] for name, data in events if name == "custom" and "round" in data]
+    final = [data for name, data in events if name == "values"][-1]
+    assert final["rounds"] == live and [r["round"] for r in live] == [1], live
+    # the seeded store has no passage vectors: recipe 'ppr' runs 'split', one round
+    assert live[0]["stop"] == loop.NO_PASSAGES.format(recipe="split")
+    assert final["answer_mode"] == "extractive"

@@ -1,4 +1,5 @@
-"""`krag ask` as a user runs it: streamed answer, sources, --json, --mermaid, bad input."""
+"""`krag ask` as a user runs it: streamed answer, sources, --json, --mermaid, the retrieval
+rounds, bad input."""
 
 from __future__ import annotations
 
@@ -10,15 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from bench.llm_server import LLMServer
+from graph_flows.query import loop
 from storage import KnowledgeStore
 from tests.query_fixtures import seed_graph
+from tests.ui.loop_fixtures import FOLLOW, QUESTION, llm_script, seed_two_hop
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def krag(args: list[str], db_url: str, **extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
-    env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none", **extra)
+    env.update({"KRAG_DATABASE_URL": db_url, "KRAG_CHAT_MODEL": "none", **extra})
     return subprocess.run([sys.executable, "-m", "ui.cli.app", *args], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
 
@@ -66,3 +70,51 @@ def test_ask_as_of_bad_date_is_one_line(db_url: str) -> None:
     assert r.returncode == 2
     assert r.stderr.strip() == ("error: as_of 'yesterday' is not a date: use YYYY, YYYY-MM, "
                                 "YYYY-MM-DD or an ISO 8601 date-time")
+
+
+# -- the query loop's rounds ----------------------------------------------------------------
+@pytest.mark.slow
+def test_ask_shows_the_rounds_and_refuses_bad_max_rounds(db_url: str) -> None:
+    _seed(db_url)
+    r = krag(["ask", "What did Ada Lovelace write?"], db_url)
+    assert r.returncode == 0, r.stderr
+    # the seeded store has no passage vectors: one round, said after the answer
+    (line,) = [x for x in r.stdout.splitlines() if x.startswith("round ")]
+    assert line.startswith("round 1: the question — ")
+    assert line.endswith("; stopped: " + loop.NO_PASSAGES.format(recipe="split"))
+    assert "round " not in r.stderr  # no live lines when the loop does not loop
+    out = json.loads(krag(["ask", "pgvector", "--json", "--max-rounds", "1"], db_url).stdout)
+    assert [(x["round"], x["by"], x["stop"]) for x in out["rounds"]] == [
+        (1, "question", loop.MAX_REACHED)]
+    for bad in ("0", "9"):
+        r = krag(["ask", "pgvector", "--max-rounds", bad], db_url)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.strip() == (f"error: max_rounds must be 1..4 (got {bad}); "
+                                    "1 turns the loop off")
+    r = krag(["ask", "pgvector", "--max-rounds", "two"], db_url)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("error: Invalid value for '--max-rounds'")
+
+
+@pytest.mark.slow
+def test_ask_prints_each_follow_up_round_as_it_happens(
+        store: KnowledgeStore, db_url: str, llm_server: LLMServer) -> None:
+    """A real `krag ask` against the fake LLM server: the planner asks one follow-up, then
+    finds the evidence enough; the rounds go to stderr as they end, the answer to stdout."""
+    seed_two_hop(store)
+    answer = "Orsina Kael grew up in Trelvik [P1]."
+    llm_server.script(*llm_script(answer))
+    r = krag(["ask", QUESTION, "--max-rounds", "3"], db_url,
+             KRAG_CHAT_MODEL="ollama:qwen2.5:7b-instruct",
+             KRAG_OLLAMA_HOST=llm_server.url)
+    assert r.returncode == 0, r.stderr
+    live = [x for x in r.stderr.splitlines() if x.startswith("round ")]
+    assert live[0].startswith("round 1: the question — ") and "planner 1 call" in live[0]
+    assert live[1].startswith(f"round 2: {FOLLOW['sub_question']} (asked by the planner, "
+                              f"bridge: {FOLLOW['bridge_entity']}) — +")
+    assert live[1].endswith(f"; stopped: {loop.SUFFICIENT}") and len(live) == 2
+    assert r.stdout.startswith(answer)  # the answer stream is whole, no round line inside
+    details = [x for x in r.stdout.splitlines() if x.startswith("round ")]
+    assert details == live  # and the same lines after the answer
+    out = json.loads(krag(["ask", QUESTION, "--json", "--max-rounds", "1"], db_url).stdout)
+    assert [x["stop"] for x in out["rounds"]] == [loop.MAX_REACHED]

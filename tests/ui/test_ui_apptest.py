@@ -11,7 +11,7 @@ import streamlit as st
 from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
-from graph_flows.query import sections
+from graph_flows.query import loop, sections
 from graph_flows.shared.resources import Resources
 from graph_flows.shared.settings import Settings, load_settings
 from storage import KnowledgeStore
@@ -392,3 +392,42 @@ def test_upload_report_names_files_the_run_skipped(seeded_url: str) -> None:
     assert sorted(p.name for p in kept.iterdir()) == ["notes.md"]  # the skipped blob is gone
     assert again["documents"].get("unchanged") == 1  # the same stored path: no second copy
     assert not again["documents"].get("new")
+
+
+# -- the query loop's rounds in Details -----------------------------------------------------
+def _details(at: AppTest) -> list[str]:
+    """The captions of the last answer's Details expander, backslash escapes removed."""
+    (details,) = [e for e in at.chat_message[-1].expander if e.label == "Details"]
+    return [c.value.replace("\\", "") for c in details.caption]
+
+
+def test_details_list_the_rounds_of_a_real_query(seeded_url: str) -> None:
+    at = _ask(AppTest.from_file(APP, default_timeout=TIMEOUT).run(),
+              "Who designed the Analytical Engine?")
+    rounds = at.session_state["history"][-1]["result"]["rounds"]
+    assert [r["round"] for r in rounds] == [1]
+    (line,) = [c for c in _details(at) if c.startswith("round ")]
+    # the seeded store has no passage vectors: recipe 'ppr' runs 'split', one round
+    assert line.startswith("round 1: the question — ")
+    assert line.endswith("; stopped: " + loop.NO_PASSAGES.format(recipe="split"))
+
+
+def test_details_list_every_round_escaped() -> None:
+    hostile = "Where is [x](javascript:alert(1)) <b>Kael</b>?"
+    rounds = [{"round": 1, "query": "q", "why": "the question", "by": "question", "bridge": "",
+               "added": {"passages": 8, "facts": 3, "entities": 1}, "ms": 41.6, "calls": 1,
+               "tokens": 120, "stop": None},
+              {"round": 2, "query": hostile, "why": "missing", "by": "llm", "bridge": "Kael",
+               "added": {"passages": 2, "facts": 0, "entities": 1}, "ms": 9.0, "calls": 1,
+               "tokens": 90, "stop": loop.SUFFICIENT}]
+    at = AppTest.from_function(_extras, args=({"answer_mode": "llm", "rounds": rounds},)).run()
+    assert not at.exception, at.exception
+    (details,) = at.expander
+    captions = [c.value for c in details.caption]
+    assert captions[1:] == panels.rounds_lines({"rounds": rounds})
+    assert [c.replace("\\", "") for c in captions[1:]] == [
+        "round 1: the question — 8 passages, 3 facts, 1 entity, 42 ms, planner 1 call, "
+        "120 tokens",
+        f"round 2: {hostile} (asked by the planner, bridge: Kael) — +2 passages, +0 facts, "
+        f"+1 entity, 9 ms, planner 1 call, 90 tokens; stopped: {loop.SUFFICIENT}"]
+    assert "](" not in captions[2] and "<b>" not in captions[2]  # inert markdown

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_flows.query import loop
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from storage.evidence import fill_chunk_embeddings
@@ -152,6 +153,14 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
                     else tmp_path / "screenshot-chat.png")
             page.screenshot(path=str(shot), full_page=True)
             assert shot.stat().st_size > 10_000
+
+            # the retrieval rounds in Details: no LLM, so one round and why the loop stopped
+            page.get_by_text("Details").last.click()
+            rounds = page.get_by_text("round 1: the question — ")
+            expect(rounds).to_be_visible(timeout=30_000)
+            line = rounds.text_content() or ""
+            assert line.endswith(f"; stopped: {loop.NO_PLANNER}"), line
+            assert "passages" in line and "round 2" not in page.content()
 
             page.get_by_test_id("stSidebarNav").get_by_text("Explore").click()
             expect(page).to_have_title("Explore", timeout=30_000)

@@ -92,11 +92,12 @@ def ask(
     question: ask_mod.QuestionArg, scope: ask_mod.ScopeOpt = None,
     mermaid: ask_mod.MermaidOpt = False, as_json: ask_mod.JsonOpt = False,
     model: ask_mod.ModelOpt = None, as_of: ask_mod.AsOfOpt = None,
-    max_hops: ask_mod.HopsOpt = None,
+    max_hops: ask_mod.HopsOpt = None, max_rounds: ask_mod.RoundsOpt = None,
 ) -> None:
-    """Ask a question: streams the answer, then the cited facts and their sources."""
+    """Ask a question: streams the answer, then the cited facts, their sources and the
+    retrieval rounds."""
     ask_mod.ask_command(settings_from_cli(), console, question, scope, mermaid, as_json,
-                        model, as_of, max_hops)
+                        model, as_of, max_hops, max_rounds, err_console=err_console)
 
 
 # -- indexing: ingest, status, remove, reembed (bodies in ui/cli/ingest.py) ----------------

@@ -44,20 +44,38 @@ def print_sources(console: Console, result: dict[str, Any]) -> None:
                       + (f"  ({docs})" if docs else ""), markup=False, highlight=False)
 
 
+def print_rounds(console: Console, rounds: list[dict[str, Any]]) -> None:
+    """The retrieval rounds, one dim line each, the last with why the loop stopped."""
+    from graph_flows.services.ask import round_line
+
+    for record in rounds:
+        console.print(round_line(record), style="dim", markup=False, highlight=False)
+
+
 def ask_command(
     settings: Settings, console: Console, question: str, scope: str | None,
     show_mermaid: bool, as_json: bool, model: str | None, as_of: str | None = None,
-    max_hops: int | None = None,
+    max_hops: int | None = None, max_rounds: int | None = None,
+    err_console: Console | None = None,
 ) -> None:
-    """Body of `krag ask` (the typer wrapper lives in app.py)."""
+    """Body of `krag ask` (the typer wrapper lives in app.py). While the loop runs more than
+    one round, each round is a dim line on ``err_console`` (stderr) as it ends, before the
+    answer streams on ``console``."""
     from graph_flows.services import ask as ask_service
 
     def on_token(token: str) -> None:
         if not as_json:
             console.print(token, end="", markup=False, highlight=False)
 
+    def on_round(record: dict[str, Any]) -> None:
+        if err_console is not None and not as_json and (
+                record.get("round", 1) > 1 or not record.get("stop")):
+            err_console.print(ask_service.round_line(record), style="dim", markup=False,
+                              highlight=False)
+
     result = ask_service.ask(settings, question, on_token, scope=scope, as_of=as_of,
-                             model=model, max_hops=max_hops)
+                             model=model, max_hops=max_hops, max_rounds=max_rounds,
+                             on_round=on_round)
     if as_json:
         console.print_json(json.dumps(result, default=str))
         return
@@ -80,6 +98,7 @@ def ask_command(
     if conf.get("label") and conf["label"] != "none":
         console.print(f"confidence: {conf['label']} ({conf.get('reason', '')})", style="dim",
                       markup=False, highlight=False)
+    print_rounds(console, result.get("rounds") or [])
 
 
 QuestionArg = Annotated[str, typer.Argument(help="The question to ask.")]
@@ -89,6 +108,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the whole result as
 HopsOpt = Annotated[int | None, typer.Option(
     "--max-hops",
     help="Also rank facts up to this many hops from the matched entities (1-3).")]
+RoundsOpt = Annotated[int | None, typer.Option(
+    "--max-rounds",
+    help="Retrieval rounds (1-4; default KRAG_MAX_ROUNDS, 2): after each round the planner "
+         "model may ask a follow-up sub-question; 1 turns the loop off.")]
 AsOfOpt = Annotated[str | None, typer.Option(
     "--as-of", help="Answer from the facts valid at this ISO date (default: now).")]
 ModelOpt = Annotated[str | None, typer.Option(

@@ -1,6 +1,7 @@
 """Streamlit panels of the Chat page: the no-LLM banner, an answer's extras (diagram,
-sources, confidence, a "Details" expander with the per-method retrieval line) and the upload
-report. Untrusted text is shown escaped (:func:`ui.web.backend.md_escape`).
+sources, confidence, a "Details" expander with the per-method retrieval line and the
+retrieval rounds) and the upload report. Untrusted text is shown escaped
+(:func:`ui.web.backend.md_escape`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from graph_flows.services.ask import withheld_counts, withheld_notice
+from graph_flows.services.ask import round_line, withheld_counts, withheld_notice
 from graph_flows.services.uploads import UploadReport
 from graph_flows.shared.model_specs import ProviderError, parse_spec
 from graph_flows.shared.settings import Settings
@@ -80,6 +81,15 @@ def render_answer(result: dict[str, Any], *, diagram: bool = True) -> None:
         st.caption(f"note: {md_escape(withheld_notice(withheld))}")
     with st.expander("Details"):
         st.caption(details_line(result))
+        for line in rounds_lines(result):
+            st.caption(line)
+
+
+def rounds_lines(result: dict[str, Any]) -> list[str]:
+    """The retrieval rounds as escaped caption lines: what each searched, who asked, the
+    bridge entity, what it added and why the loop stopped (:func:`round_line`)."""
+    rounds = [r for r in result.get("rounds") or [] if isinstance(r, dict)]
+    return [md_escape(round_line(r)) for r in rounds]
 
 
 # -- uploads --------------------------------------------------------------------------------
