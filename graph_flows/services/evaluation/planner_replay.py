@@ -11,10 +11,16 @@ A planning request is recognised by its user message (graph_flows.query.planner
 ``planner_message``): the question inside ``<question>``, the searches run so far inside
 ``<asked>`` (one ``- `` line each, the first the question itself) and ``<evidence>``. The
 question is found by its folded text (NFKC, case-folded, letters and digits: tag
-neutralising does not matter). With ``k`` follow-ups already asked (the ``- `` lines less
-one) the reply is hop ``k + 1``'s sub-question with every ``#j`` replaced by hop ``j``'s
-answer, ``bridge_entity`` hop ``k``'s answer (empty for the first hop) and a one-sentence
-``reason``; once every hop was asked, ``sufficient``. The evidence is not read: the replay
+neutralising does not matter). The reply asks the first hop the searches do not cover yet:
+its sub-question with every ``#j`` replaced by hop ``j``'s answer, ``bridge_entity`` the
+previous hop's answer (empty for the first hop) and a one-sentence ``reason``; once every
+hop is covered, ``sufficient``. A hop is covered when its filled sub-question is one of
+the searches, or names nothing the searches did not name (the content-word stems of
+graph_flows.query.extractive, the loop's own novelty test): the question itself usually
+asks its first hop whole ("Who founded the company that made X?" holds "Which company made
+X?"), and the loop would end on such a sub-question (loop.check_sub_question), so a perfect
+planner, as the prompt asks, goes on to the next hop with the bridge filled in. Without
+skips this is hop ``k + 1`` after ``k`` follow-ups. The evidence is not read: the replay
 follows the decomposition whatever the rounds found.
 
 A request whose question is not in the question file (or has no decomposition) gets HTTP
@@ -29,6 +35,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from graph_flows.query.extractive import terms
 from graph_flows.services.evaluation.data import Hop, Question
 from graph_flows.services.evaluation.replay import Reply, fold, message_text
 
@@ -47,15 +54,20 @@ def fill(hop: Hop, earlier: Sequence[Hop]) -> str:
     return " ".join(_REFERENCE.sub(answer, hop.question).split())
 
 
-def next_step(hops: Sequence[Hop], asked: int) -> dict[str, Any]:
-    """The FollowUp after ``asked`` searches (the question and ``asked - 1`` follow-ups)."""
-    k = max(asked - 1, 0)
-    if k >= len(hops):
-        return {"sufficient": True, "sub_question": "", "bridge_entity": "",
-                "reason": f"All {len(hops)} hops of the question have been searched."}
-    return {"sufficient": False, "sub_question": fill(hops[k], hops[:k]),
-            "bridge_entity": hops[k - 1].answer if k else "",
-            "reason": f"Hop {k + 1} of {len(hops)} has not been searched yet."}
+def next_step(hops: Sequence[Hop], searches: Sequence[str]) -> dict[str, Any]:
+    """The FollowUp after ``searches`` (the question, then the follow-ups asked): the first
+    hop the searches do not cover yet, or sufficient when they cover every hop."""
+    asked = {fold(s) for s in searches}
+    named = frozenset().union(*(terms(s) for s in searches))
+    for k, hop in enumerate(hops):
+        sub = fill(hop, hops[:k])
+        if fold(sub) in asked or not terms(sub) - named:
+            continue
+        return {"sufficient": False, "sub_question": sub,
+                "bridge_entity": hops[k - 1].answer if k else "",
+                "reason": f"Hop {k + 1} of {len(hops)} has not been searched yet."}
+    return {"sufficient": True, "sub_question": "", "bridge_entity": "",
+            "reason": f"The searches cover all {len(hops)} hops of the question."}
 
 
 class PlanBook:
@@ -85,15 +97,16 @@ class PlanBook:
             "answered": 1, "sufficient" if step["sufficient"] else "sub_questions": 1})
 
 
-def _planning_message(messages: Sequence[Any]) -> tuple[str, int] | None:
-    """The question and the number of searches of the last user message holding a
-    planning request (a repair request repeats it before its note), or None."""
+def _planning_message(messages: Sequence[Any]) -> tuple[str, list[str]] | None:
+    """The question and the searches of the last user message holding a planning request
+    (a repair request repeats it before its note), or None."""
     for message in reversed(messages):
         if not isinstance(message, dict) or message.get("role") != "user":
             continue
         text = message_text(message.get("content"))
         question, asked = _QUESTION.search(text), _ASKED.search(text)
         if question and asked and "<evidence>" in text:
-            searches = [line for line in asked.group(1).split("\n") if line.startswith("- ")]
-            return question.group(1), len(searches)
+            searches = [line[2:] for line in asked.group(1).split("\n")
+                        if line.startswith("- ")]
+            return question.group(1), searches
     return None
