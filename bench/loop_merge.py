@@ -14,7 +14,8 @@ passed through unchanged) and the merged one, then scores, on the same captured 
 R@2/5/10 and AllSupp@10 of: the merged ranking the graph returned, round 1 alone, the first
 ``n`` rounds merged as the loop merges (graph_flows.query.loop.interleave, round 1's head of
 ``LLM_HEAD`` kept), and a round-robin merge (round 1's head, then rank by rank every
-follow-up round's item, newest round first, then round 1's next). Scores count the ranked
+follow-up round's item, newest round first, then round 1's next); and where the gold
+passages missing from the merged top 5 stood in their best round. Scores count the ranked
 passages only (the eval appends fact and entity documents after them).
 """
 
@@ -105,6 +106,24 @@ def score(rows: Sequence[dict[str, Any]], merge: Merge) -> dict[str, float]:
             "AllSupp@10": round(whole / n, 3)}
 
 
+def misses(rows: Sequence[dict[str, Any]], k: int = 5) -> dict[str, int]:
+    """Where the gold passages the merged ranking leaves out of its top ``k`` stood in the
+    round that ranked them best (rank 1, 2, 3-5, 6-10, lower, or in no round)."""
+    out = {"golds": 0, f"in merged top {k}": 0}
+    for row in rows:
+        for gold in row["gold"]:
+            out["golds"] += 1
+            if gold in row["merged"][:k]:
+                out[f"in merged top {k}"] += 1
+                continue
+            best = min((r.index(gold) + 1 for r in row["rounds"] if gold in r), default=0)
+            band = ("in no round" if not best else "best round rank 1" if best == 1 else
+                    "best round rank 2" if best == 2 else "best round rank 3-5" if best <= 5
+                    else "best round rank 6-10" if best <= 10 else "best round rank >10")
+            out[band] = out.get(band, 0) + 1
+    return out
+
+
 def main() -> None:
     """Capture the rounds and print the scores of each merge."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -131,6 +150,7 @@ def main() -> None:
     for n in range(2, args.max_rounds + 1):
         report[f"loop merge, first {n} rounds"] = score(rows, lambda r, n=n: loop_merge(r, n))
     report["round-robin, all rounds"] = score(rows, round_robin)
+    report["golds missing from the merged top 5"] = misses(rows)  # type: ignore[assignment]
     if args.json:
         print(json.dumps({"scope": scope, "questions": len(rows), "scores": report}))
         return
