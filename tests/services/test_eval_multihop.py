@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from graph_flows.query import loop
 from graph_flows.services.evaluation.data import EvalInputError
 from graph_flows.services.evaluation.multihop import (
     graph_passages,
@@ -34,7 +35,12 @@ PASSAGES = [
 QUESTIONS = [
     {"id": "q1", "question": "In which city was the gardener who planted Pellworth Orchard born?",
      "answer": "Olvenhaven", "answer_aliases": [],
-     "supporting_passage_ids": ["wiki:orchard", "wiki:quast"]},
+     "supporting_passage_ids": ["wiki:orchard", "wiki:quast"],
+     "decomposition": [  # the question holds hop 1 whole: the replay asks hop 2
+         {"question": "Who planted Pellworth Orchard?", "answer": "Mirela Quast",
+          "passage_id": "wiki:orchard"},
+         {"question": "In which city was #1 born?", "answer": "Olvenhaven",
+          "passage_id": "wiki:quast"}]},
     {"id": "q2", "question": "Who discovered Comet Brisvald?", "answer": "Henrik Sollen",
      "answer_aliases": ["Sollen"], "supporting_passage_ids": ["wiki:comet"]},
 ]
@@ -163,3 +169,51 @@ def test_natural_prose_set_is_harness_input() -> None:
     questions = read_questions(data / "questions.jsonl")
     check_gold(data / "questions.jsonl", questions, {p.id for p in passages})
     assert len(passages) >= 6 and 15 <= len(questions) <= 25
+
+
+def test_replayed_planner_runs_follow_ups_and_counts_calls(
+        env: None, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    corpus, questions = files
+    args = ("eval", "multihop", "--corpus", str(corpus), "--questions", str(questions),
+            "--json")
+    code, out, err = run_cli(capsys, *args, "--planner", "replay", "--max-rounds", "3")
+    assert code == 0, err
+    plan = json.loads(out)["planner"]
+    assert plan["mode"] == "replay" and plan["max_rounds"] == 3
+    assert plan["rounds"] == {"1": 1, "2": 1}  # q1: the question, then hop 2
+    assert plan["follow_ups"] == {"llm": 1}
+    server = plan["server"]
+    assert server["unknown_question"] == 1  # q2 has no decomposition: 422, counted
+    assert server["sub_questions"] == 1 and plan["calls"] == server["requests"] >= 2
+    assert plan["calls_per_question"] == plan["calls"] / 2 and plan["tokens_per_question"] > 0
+    assert plan["stops"][loop.PLANNER_FAILED.format(error="UnprocessableEntityError")] == 1
+
+    code, out, err = run_cli(capsys, *args)  # no planner: one round, nothing sent
+    assert code == 0, err
+    none = json.loads(out)["planner"]
+    assert none | {"max_rounds": 2} == none  # the product's default
+    assert (none["mode"], none["calls"], none["rounds"]) == ("none", 0, {"1": 2})
+    assert none["stops"] == {loop.NO_PLANNER: 2} and "server" not in none
+
+    code, out, err = run_cli(capsys, *args, "--no-llm-follow-up")
+    assert code == 0, err
+    rules = json.loads(out)["planner"]
+    assert rules["no_llm_follow_up"] and rules["calls"] == 0
+    assert loop.NO_PLANNER not in rules["stops"]  # the no-LLM assessment decided
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--planner", "oracle", "error: --planner must be one of none, replay, got 'oracle'"),
+    ("--max-rounds", "5", "error: --max-rounds must be a whole number 1..4 (1 turns the "
+                          "loop off), got '5'"),
+    ("--max-rounds", "two", "error: --max-rounds must be a whole number 1..4 (1 turns the "
+                            "loop off), got 'two'"),
+])
+def test_bad_loop_options_are_one_line(env: None, files: tuple[Path, Path],
+                                       capsys: pytest.CaptureFixture[str], option: str,
+                                       value: str, message: str) -> None:
+    corpus, questions = files
+    code, out, err = run_cli(capsys, "eval", "multihop", "--corpus", str(corpus),
+                             "--questions", str(questions), option, value)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [message]

@@ -72,12 +72,24 @@ def multihop(
     recipe: Annotated[str | None, typer.Option(
         help="Query recipe: split, rrf or ppr (default: the query graph's default; a "
              "recipe given here first embeds the chunks that have no vector).")] = None,
+    planner: Annotated[str, typer.Option(
+        help="The query loop's planner: none (no planner model), or replay (each "
+             "question's gold decomposition answered by a replay model server: a perfect "
+             "planner, the ceiling of the loop's machinery).")] = "none",
+    max_rounds: Annotated[str | None, typer.Option(  # parsed here: a one-line error
+        help="Retrieval rounds of the query loop, 1-4 (default: KRAG_MAX_ROUNDS).")] = None,
+    no_llm_follow_up: Annotated[bool, typer.Option(
+        "--no-llm-follow-up", help="Without a planner, run the no-LLM follow-up round.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest a corpus, ask its questions (no LLM) and score passage retrieval against
     dense (MiniLM) and full-text (BM25-style) baselines over the same chunks."""
     from graph_flows.services.evaluation.multihop import (
+        LoopOptions,
         parse_extraction,
+        parse_max_rounds,
+        parse_planner,
         parse_recipe,
         run_multihop,
     )
@@ -88,6 +100,8 @@ def multihop(
     with _user_errors():
         parse_extraction(extraction)
         parse_recipe(recipe)
+        loop = LoopOptions(parse_planner(planner), parse_max_rounds(max_rounds),
+                           no_llm_follow_up)
         for path in (corpus, questions):  # before the database is opened
             if not path.is_file():
                 raise RequestError(f"{path}: no such file")
@@ -96,7 +110,8 @@ def multihop(
         try:
             with _bars(as_json) as progress:
                 report = run_multihop(resources, corpus, questions, extraction=extraction,
-                                      scope=scope, on_progress=progress, recipe=recipe)
+                                      scope=scope, on_progress=progress, recipe=recipe,
+                                      loop=loop)
         finally:
             resources.store.close()
     if as_json:
@@ -109,6 +124,11 @@ def multihop(
                    f"{ing['seconds']} s this run ({ing['chunks_per_s']} chunks/s); "
                    f"{report['injection']['flagged']} chunks with instruction-like text "
                    "withheld", markup=False, highlight=False)
+    plan = report["planner"]
+    _console.print(f"query loop: planner {plan['mode']}, max_rounds {plan['max_rounds']}; "
+                   f"{plan['calls_per_question']} planner calls and "
+                   f"{plan['tokens_per_question']} tokens per question; questions by rounds "
+                   f"{plan['rounds']}", markup=False, highlight=False)
 
 
 def _retrieval_table(report: dict[str, Any]) -> Table:

@@ -33,14 +33,26 @@ class Passage:
 
 
 @dataclass(frozen=True)
+class Hop:
+    """One hop of a question's gold decomposition: its sub-question (``#1``-style references
+    to earlier hops' answers), its answer and the passage that answers it."""
+
+    question: str
+    answer: str
+    passage_id: str = ""
+
+
+@dataclass(frozen=True)
 class Question:
-    """One multihop question with its answers and gold passage ids."""
+    """One multihop question with its answers, gold passage ids and (when the file gives
+    one) its gold decomposition."""
 
     id: str
     question: str
     answers: tuple[str, ...]
     gold: tuple[str, ...]
     line: int = 0
+    decomposition: tuple[Hop, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +127,8 @@ def read_corpus(path: Path) -> list[Passage]:
 
 
 def read_questions(path: Path) -> list[Question]:
-    """Questions ``{id, question, answer, answer_aliases?, supporting_passage_ids}``."""
+    """Questions ``{id, question, answer, answer_aliases?, supporting_passage_ids,
+    decomposition?}``."""
     out: list[Question] = []
     for number, obj in json_lines(path):
         text = field(path, number, obj, "question")
@@ -130,8 +143,21 @@ def read_questions(path: Path) -> list[Question]:
                                  "non-empty list of passage ids")
         qid = str(obj.get("id") or f"line-{number}")
         out.append(Question(qid, text, (answer, *[a for a in aliases if a.strip()]),
-                            tuple(gold), number))
+                            tuple(gold), number, _decomposition(path, number, obj)))
     return _non_empty(path, out, "questions")
+
+
+def _decomposition(path: Path, number: int, obj: dict[str, Any]) -> tuple[Hop, ...]:
+    """The optional ``decomposition``: a list of ``{question, answer, passage_id?}``."""
+    hops = obj.get("decomposition") or []
+    good = isinstance(hops, list) and all(
+        isinstance(h, dict) and isinstance(h.get("question"), str) and h["question"].strip()
+        and isinstance(h.get("answer"), str) and isinstance(h.get("passage_id", ""), str)
+        for h in hops)
+    if not good:
+        raise EvalInputError(f"{path}:{number}: field 'decomposition' must be a list of "
+                             "objects with a 'question' and an 'answer' (strings)")
+    return tuple(Hop(h["question"], h["answer"], h.get("passage_id", "")) for h in hops)
 
 
 def detokenize(tokens: Sequence[str]) -> str:

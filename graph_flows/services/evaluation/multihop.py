@@ -15,6 +15,15 @@ answer: queries run without an LLM, so that is the extractive no-LLM answer user
 ``recipe`` selects the query graph's ranking recipe (default: the graph's default).
 ``injection`` counts the scope's chunks with instruction-like text withheld
 (storage.injection_spans): passages the answer model never reads whole.
+
+The query loop (graph_flows.query.loop): ``planner`` ``none`` (default) runs it as the
+product runs without a model (one round, or the no-LLM follow-up with
+``no_llm_follow_up``); ``replay`` answers its planning requests from each question's gold
+decomposition through a replay model server (graph_flows.services.evaluation.planner_replay):
+the real client and loop with a perfect planner, so the ceiling of the loop's machinery.
+Analysis and answer stay no-LLM either way. ``max_rounds`` bounds the rounds (default: the
+product's, KRAG_MAX_ROUNDS). The report's ``planner`` block counts planner calls and tokens
+per question, the rounds run, the reasons the loop stopped and the replay server's answers.
 """
 
 from __future__ import annotations
@@ -25,13 +34,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.query.loop import MAX_ROUNDS
 from graph_flows.query.retrieval import RECIPES
 from graph_flows.services.evaluation.data import (
     EvalInputError,
@@ -42,6 +52,7 @@ from graph_flows.services.evaluation.data import (
     read_questions,
 )
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
+from graph_flows.services.evaluation.planner_replay import PlanBook
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
@@ -58,7 +69,8 @@ Progress = Callable[[str, int, int], None]
 SOURCE = "eval-corpus"
 CANDIDATE_CHUNKS = 100  # chunks a baseline ranks per question (enough for MRR)
 EMBED_BATCH = 128
-REPLAY_SPEC = "openai:replay"  # the extraction model of a replay run
+REPLAY_SPEC = "openai:replay"  # the extraction (or planner) model of a replay run
+PLANNERS = ("none", "replay")
 
 
 def _silent(_stage: str, _done: int, _total: int) -> None:
@@ -84,6 +96,26 @@ def parse_recipe(recipe: str | None) -> str | None:
     return recipe
 
 
+def parse_planner(mode: str) -> str:
+    """Validate ``--planner``: ``none`` or ``replay``."""
+    if mode not in PLANNERS:
+        raise EvalInputError(f"--planner must be one of {', '.join(PLANNERS)}, got {mode!r}")
+    return mode
+
+
+def parse_max_rounds(value: str | int | None) -> int | None:
+    """Validate ``--max-rounds``: a whole number 1..4, or None (the product's default)."""
+    if value is None:
+        return None
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, str) and value.strip().isdecimal():
+        number = int(value)
+    if number is None or not 1 <= number <= MAX_ROUNDS:
+        raise EvalInputError(f"--max-rounds must be a whole number 1..{MAX_ROUNDS} (1 turns "
+                             f"the loop off), got {value!r}")
+    return number
+
+
 def eval_scope(corpus: Path, extraction: str) -> str:
     """The scope a corpus is ingested into: a hash of its content and the extraction mode
     (for replay, of the recording's content)."""
@@ -105,13 +137,38 @@ class _Run:
     progress: Progress
 
 
+@dataclass(frozen=True)
+class LoopOptions:
+    """How the query loop runs in an evaluation (see the module docstring)."""
+
+    planner: str = "none"
+    max_rounds: int | None = None
+    no_llm_follow_up: bool = False
+
+    def context(self) -> dict[str, Any]:
+        """The query graph's run-context keys these options set."""
+        out: dict[str, Any] = {}
+        if self.max_rounds is not None:
+            out["max_rounds"] = self.max_rounds
+        if self.no_llm_follow_up:
+            out["no_llm_follow_up"] = True
+        if self.planner == "replay":
+            out |= {"planner_model": REPLAY_SPEC, "analysis_model": NO_LLM,
+                    "answer_model": NO_LLM}
+        return out
+
+
 def run_multihop(
     resources: Resources, corpus: Path, questions: Path, *, extraction: str = "rules",
     scope: str | None = None, on_progress: Progress | None = None, recipe: str | None = None,
+    loop: LoopOptions | None = None,
 ) -> dict[str, Any]:
     """Run the whole evaluation; the JSON report (see the module docstring)."""
     mode = parse_extraction(extraction)
     recipe = parse_recipe(recipe)
+    loop = loop or LoopOptions()
+    parse_planner(loop.planner)
+    parse_max_rounds(loop.max_rounds)
     passages = read_corpus(Path(corpus))
     asked = read_questions(Path(questions))
     check_gold(Path(questions), asked, {p.id for p in passages})
@@ -124,12 +181,15 @@ def run_multihop(
             flagged = injection_spans.counts(conn, [run.scope])
         if recipe is not None:
             _fill_chunk_vectors(run)
-        krag = _score_krag(run, {} if recipe is None else {"recipe": recipe})
+        context = ({} if recipe is None else {"recipe": recipe}) | loop.context()
+        krag, planning = _score_with_planner(run, context, loop)
         dense = _score_dense(run, chunks)
         bm25 = _score_bm25(run)
     ingest_report["chunks"] = len(chunks)
     flagged["share"] = round(flagged["flagged"] / flagged["chunks"], 4) if chunks else 0.0
-    return {"krag": krag.as_dict(), "injection": flagged,
+    planning |= {"mode": loop.planner, "no_llm_follow_up": loop.no_llm_follow_up,
+                 "max_rounds": loop.max_rounds or resources.settings.max_rounds}
+    return {"krag": krag.as_dict(), "planner": planning, "injection": flagged,
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
             "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
             "recipe": recipe or "default",
@@ -215,11 +275,30 @@ def _fill_chunk_vectors(run: _Run) -> None:
         log.info("eval: embedded %d chunks that had no vector", added)
 
 
-def _score_krag(run: _Run, context: dict[str, Any]) -> RetrievalScore:
-    """Ask every question through the query graph and score the passages it reached."""
+def _score_with_planner(run: _Run, context: dict[str, Any], loop: LoopOptions,
+                        ) -> tuple[RetrievalScore, dict[str, Any]]:
+    """:func:`_score_krag` as the loop options say: with ``replay``, the questions run with
+    the replay planner server as the planner model (an ``openai:`` model at its loopback
+    URL, no API key sent; analysis and answer stay no-LLM by the run context, so only the
+    planner reaches the server)."""
+    if loop.planner != "replay":
+        return _score_krag(run, context)
+    with ReplayServer(PlanBook(run.questions)) as server:
+        settings = run.res.settings.model_copy(update={
+            "openai_base_url": server.base_url, "openai_api_key": None})
+        planning = replace(run.res, settings=settings, chat_override=None, _chat_cache={})
+        with use_resources(planning):
+            krag, report = _score_krag(replace(run, res=planning), context)
+        report["server"] = server.stats
+    return krag, report
+
+
+def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dict[str, Any]]:
+    """Ask every question through the query graph and score the passages it reached; the
+    loop's counts (:class:`LoopCounts`)."""
     from graph_flows import query_flow
 
-    score = RetrievalScore()
+    score, counts = RetrievalScore(), LoopCounts()
     for n, q in enumerate(run.questions, 1):
         started = time.perf_counter()
         result = query_flow.invoke({"query": q.question, "scope": run.scope}, context=context)
@@ -232,8 +311,42 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> RetrievalScore:
                                                         "passages_text"))
         score.add(ranked, q.gold, answer_in(built, q.answers), ms,
                   answer_in(result.get("answer") or "", q.answers))
+        counts.add(result)
         run.progress("krag", n, len(run.questions))
-    return score
+    return score, counts.as_dict()
+
+
+@dataclass
+class LoopCounts:
+    """Per-question counts of the query loop: planner calls and tokens, rounds run, and the
+    reason the loop stopped."""
+
+    calls: list[int] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    rounds: Counter[int] = field(default_factory=Counter)
+    stops: Counter[str] = field(default_factory=Counter)
+    by: Counter[str] = field(default_factory=Counter)
+
+    def add(self, result: dict[str, Any]) -> None:
+        """Count one query-graph result."""
+        planner = (result.get("search_metrics") or {}).get("planner") or {}
+        self.calls.append(int(planner.get("calls") or 0))
+        self.tokens.append(int(planner.get("tokens") or 0))
+        rounds = result.get("rounds") or []
+        self.rounds[len(rounds)] += 1
+        self.stops[str((rounds[-1].get("stop") if rounds else None) or "(no rounds)")] += 1
+        self.by.update(r.get("by") or "" for r in rounds[1:])
+
+    def as_dict(self) -> dict[str, Any]:
+        """``calls_per_question``, ``tokens_per_question`` (means), ``calls`` (total),
+        ``rounds`` (questions by rounds run), ``stops`` (questions by stop reason) and
+        ``follow_ups`` (follow-up rounds by who asked)."""
+        n = len(self.calls) or 1
+        return {"calls_per_question": round(sum(self.calls) / n, 3),
+                "tokens_per_question": round(sum(self.tokens) / n, 1),
+                "calls": sum(self.calls),
+                "rounds": {str(k): v for k, v in sorted(self.rounds.items())},
+                "stops": dict(self.stops.most_common()), "follow_ups": dict(self.by)}
 
 
 def _passages_of(chunks: Sequence[ChunkText]) -> list[str]:

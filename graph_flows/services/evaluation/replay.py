@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from graph_flows.services.evaluation.data import EvalInputError, Passage, json_lines
 
@@ -128,6 +128,22 @@ class ReplayBook:
         named = [h for h in hits if self.passages[h[0]].id == uri]
         return (named or hits or [None])[0]
 
+    def respond(self, body: dict[str, Any]) -> Reply:
+        """The extraction of the last ``<document>`` of the request's messages (the
+        system message names the tags too), or an HTTP error saying why there is none."""
+        prompt = "\n".join(message_text(m.get("content")) for m in body.get("messages") or [])
+        documents, uris = _DOCUMENT.findall(prompt), _URI.findall(prompt)
+        if not documents:
+            return Reply(status=400, code="no_document", counts={"no_document": 1},
+                         error="no <document> in the prompt: not an extraction request")
+        reply, why = self.extraction_for(documents[-1], uris[-1].strip() if uris else None)
+        if reply is None:
+            return Reply(status=422, code="no_recording", counts={"no_recording": 1},
+                         error=f"replay: {why}")
+        return Reply(json.dumps(reply, ensure_ascii=False), counts={
+            "answered": 1, "entities_sent": len(reply["entities"]),
+            "relations_sent": len(reply["relations"])})
+
     def extraction_for(self, chunk: str, uri: str | None) -> tuple[dict[str, Any] | None, str]:
         """The Extraction-shaped reply for a chunk, or None and why there is none."""
         found = self.passage_of(chunk, uri)
@@ -180,6 +196,28 @@ class ReplayStats:
             return dict(self.counts)
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A book's answer to one chat completion request: the assistant's JSON text (sent as
+    the message content, or as the arguments of a tool call when the request offered
+    tools), or an HTTP error ``status`` with a one-line ``error`` and its ``code``;
+    ``counts`` go to the server's stats."""
+
+    content: str | None = None
+    status: int = 200
+    error: str = ""
+    code: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+class Book(Protocol):
+    """What a replay server answers from."""
+
+    def respond(self, body: dict[str, Any]) -> Reply:
+        """The reply to one ``/chat/completions`` request body (not streamed)."""
+        ...
+
+
 class _Handler(BaseHTTPRequestHandler):
     """OpenAI wire protocol: ``GET /v1/models``, ``POST /v1/chat/completions``."""
 
@@ -202,7 +240,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            prompt = "\n".join(_text(m.get("content")) for m in body.get("messages") or [])
+            prompt = "\n".join(message_text(m.get("content")) for m in body.get("messages") or [])
         except (ValueError, AttributeError, TypeError):
             self._error(400, "the request body is not a chat completion request", "bad_request")
             return
@@ -213,29 +251,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._complete(body, prompt)
 
     def _complete(self, body: dict[str, Any], prompt: str) -> None:
-        stats = self.server.stats
-        documents, uris = _DOCUMENT.findall(prompt), _URI.findall(prompt)
-        if not documents:  # the last one: the system message names the tags too
-            stats.add(requests=1, no_document=1)
-            self._error(400, "no <document> in the prompt: not an extraction request",
-                        "no_document")
+        reply = self.server.book.respond(body)
+        self.server.stats.add(requests=1, **reply.counts)
+        if reply.content is None:
+            self._error(reply.status, reply.error, reply.code)
             return
-        reply, why = self.server.book.extraction_for(documents[-1],
-                                                     uris[-1].strip() if uris else None)
-        if reply is None:
-            stats.add(requests=1, no_recording=1)
-            self._error(422, f"replay: {why}", "no_recording")
-            return
-        stats.add(requests=1, answered=1, entities_sent=len(reply["entities"]),
-                  relations_sent=len(reply["relations"]))
-        content = json.dumps(reply, ensure_ascii=False)
-        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(content) // 4}
+        usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(reply.content) // 4}
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         self._send(200, {
             "id": f"chatcmpl-replay-{time.monotonic_ns()}", "object": "chat.completion",
             "created": int(time.time()), "model": body.get("model") or MODEL,
-            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None, "message": {
-                "role": "assistant", "content": content, "refusal": None}}],
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": _message(body, reply.content)}],
             "usage": usage})
 
     def _error(self, status: int, message: str, code: str) -> None:
@@ -251,7 +278,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
-def _text(content: Any) -> str:
+def _message(body: dict[str, Any], content: str) -> dict[str, Any]:
+    """The assistant message: ``content`` as its text (a ``response_format`` request), or,
+    when the request offered tools, as the arguments of a call of the tool it chose (its
+    ``tool_choice``, else its first tool)."""
+    tools = [t.get("function", {}).get("name") for t in body.get("tools") or []
+             if isinstance(t, dict)]
+    if not tools:
+        return {"role": "assistant", "content": content, "refusal": None}
+    choice = body.get("tool_choice")
+    name = choice.get("function", {}).get("name") if isinstance(choice, dict) else None
+    return {"role": "assistant", "content": None, "refusal": None, "tool_calls": [{
+        "id": f"call_replay_{time.monotonic_ns()}", "type": "function",
+        "function": {"name": name or tools[0], "arguments": content}}]}
+
+
+def message_text(content: Any) -> str:
     """A message's text (a string, or OpenAI content parts)."""
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
@@ -261,7 +303,7 @@ def _text(content: Any) -> str:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, book: ReplayBook) -> None:
+    def __init__(self, book: Book) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.book = book
         self.stats = ReplayStats()
@@ -270,7 +312,7 @@ class _Server(ThreadingHTTPServer):
 class ReplayServer:
     """The replay server on a free loopback port, for the length of a ``with`` block."""
 
-    def __init__(self, book: ReplayBook) -> None:
+    def __init__(self, book: Book) -> None:
         self._server = _Server(book)
         self._thread = threading.Thread(target=self._server.serve_forever, name="replay-llm",
                                         daemon=True)
@@ -283,7 +325,8 @@ class ReplayServer:
 
     @property
     def stats(self) -> dict[str, int]:
-        """Requests, answered, no_recording, entities_sent, relations_sent so far."""
+        """What the book answered so far: ``requests`` and the book's counts (extraction:
+        answered, no_recording, entities_sent, relations_sent)."""
         return self._server.stats.as_dict()
 
     def __enter__(self) -> ReplayServer:
