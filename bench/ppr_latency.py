@@ -33,6 +33,7 @@ from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in, p
 from graph_flows.services.evaluation.multihop import graph_passages, ranked_documents
 from graph_flows.shared.heap import freeze_loaded
 from graph_flows.shared.resources import build_resources, use_resources
+from graph_flows.shared.scoped import scope_access
 from graph_flows.shared.settings import load_settings
 from storage.fulltext import entity_documents
 
@@ -98,7 +99,7 @@ def main() -> None:
     times = {r: defaultdict(list) for r in recipes}
     scores = {r: RetrievalScore() for r in recipes}
     try:
-        with use_resources(res):
+        with use_resources(res), scope_access(args.scope, res.store):
             for q in questions[:WARMUP]:
                 for r in recipes:
                     run_one(q.question, args.scope, r)
