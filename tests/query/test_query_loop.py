@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from graph_flows import query_flow
-from graph_flows.query import loop, nodes
+from graph_flows.query import follow_up, loop, nodes
 from graph_flows.query.analyze import InvalidQueryError
 from graph_flows.query.context import QueryContext
 from graph_flows.query.graph import graph
@@ -288,3 +288,19 @@ def test_the_head_counts_documents_not_chunks() -> None:
     rows = [{"id": "c1", "document_id": "d1"}, {"id": "c2", "document_id": "d1"},
             {"id": "c3", "document_id": "d2"}, {"id": "c4", "document_id": "d3"}]
     assert [loop.source_head(rows, n) for n in (0, 1, 2, 3, 9)] == [0, 2, 3, 4, 4]
+
+
+def test_the_rules_follow_up_needs_an_uncovered_word_and_a_bridge() -> None:
+    velmor = {"id": "c1", "title": "velmor.md",
+              "text": "The Velmor Prize for poetry was founded by Orsina Kael in 1931."}
+    entities = [{"name": "Velmor Prize"}, {"name": "Orsina Kael"}, {"name": "Trelvik"}]
+    verdict = follow_up.assess(QUESTION, ["Velmor Prize"], [velmor], [], entities)
+    assert verdict.stop is None and verdict.bridge == "Orsina Kael"
+    assert verdict.query == "Orsina Kael " + " ".join(verdict.uncovered)
+    assert {"spend", "childhood"} <= set(verdict.uncovered)
+    # every word of the question covered: stop
+    covering = {"id": "c2",
+                "text": "The founder of the Velmor Prize will spend her childhood here."}
+    assert follow_up.assess(QUESTION, [], [covering], [], entities).stop == loop.COVERED
+    # uncovered, but the only entity the top passages name is one the question names
+    assert follow_up.assess(QUESTION, [], [velmor], [], entities[:1]).stop == loop.NO_BRIDGE

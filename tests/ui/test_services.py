@@ -13,6 +13,7 @@ from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER
 from storage import KnowledgeStore
+from tests.query.test_query_loop import ENOUGH, FOLLOW, PlannerOnly, planner
 from tests.ui.loop_fixtures import QUESTION, seed_two_hop
 
 
@@ -90,19 +91,21 @@ def test_rounds_stream_to_the_callback_and_come_back(resources: Resources) -> No
 
 
 def test_two_rounds_stream_one_event_each(store: KnowledgeStore) -> None:
-    """The no-LLM follow-up (run context) takes the two-hop question to a second round."""
+    """A planned follow-up takes the two-hop question to a second round; each round is
+    streamed to ``on_round`` as it ends, the same records the output keeps."""
     seed_two_hop(store)
     settings = Settings(_env_file=None, chat_model="none", database_url=None)
     seen: list[dict] = []
-    with use_resources(Resources(settings=settings, store=store,
-                                 embeddings=MiniLMEmbeddings())):
+    res = PlannerOnly(settings=settings, store=store, embeddings=MiniLMEmbeddings(),
+                      planner=planner(FOLLOW, ENOUGH))
+    with use_resources(res):
         payload, context = ask.build_request(QUESTION, max_rounds=3)
-        out = ask.run_query_streaming(payload, {**context, "no_llm_follow_up": True},
+        out = ask.run_query_streaming(payload, {**context, "planner_model": "planner"},
                                       lambda _t: None, seen.append)
-    assert seen == out["rounds"] and len(seen) >= 2
-    assert seen[0]["stop"] is None and seen[-1]["stop"]
+    assert seen == out["rounds"] and len(seen) == 2
+    assert seen[0]["stop"] is None and seen[-1]["stop"] == loop.SUFFICIENT
     second = ask.round_line(seen[1])
-    assert second.startswith(f"round 2: {seen[1]['query']} (asked by the no-LLM rules, "
+    assert second.startswith(f"round 2: {seen[1]['query']} (asked by the planner, "
                              f"bridge: {seen[1]['bridge']}) — +")
 
 
