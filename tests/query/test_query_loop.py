@@ -21,8 +21,9 @@ from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.providers import ChatResolution
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
-from storage import DocumentIn, KnowledgeStore, evidence, ids
-from tests.evidence_corpus import P2, QUESTION, write_corpus
+from storage import KnowledgeStore
+from tests.evidence_corpus import P2, QUESTION
+from tests.loop_corpus import ENOUGH, FOLLOW, seed_two_hop
 from tests.query_fixtures import ScriptedChatModel
 
 _EMBEDDER = MiniLMEmbeddings()
@@ -48,11 +49,6 @@ def planner(*replies: dict[str, Any] | str) -> Recording:
     return Recording(messages=iter(messages), seen=[])
 
 
-FOLLOW = {"sufficient": False, "sub_question": "Where did Orsina Kael grow up?",
-          "bridge_entity": "Orsina Kael", "reason": "the founder's childhood is missing"}
-ENOUGH = {"sufficient": True, "reason": "the evidence names the town"}
-
-
 @dataclass
 class PlannerOnly(Resources):
     """Resources whose only model is the planner (spec "planner"): analysis and answer run
@@ -66,27 +62,9 @@ class PlannerOnly(Resources):
         return ChatResolution(None, spec or "none", False, "Running in no-LLM mode.")
 
 
-# passages like the question (prizes, founders, childhoods) without entities: more than a
-# round's passages, so a follow-up has something to add
-FILLERS = [f"The founder of the {prize} Prize spent her childhood in {town}, far from {sea}."
-           for prize, town, sea in [
-               ("Aster", "Brem", "the coast"), ("Birch", "Calto", "the hills"),
-               ("Cobalt", "Dunmore", "the river"), ("Delft", "Esker", "the lakes"),
-               ("Ember", "Fallow", "the sea"), ("Flint", "Gorse", "the marsh"),
-               ("Garnet", "Holm", "the forest"), ("Heron", "Ilse", "the plains"),
-               ("Iris", "Jura", "the dunes"), ("Juniper", "Kesh", "the fjord"),
-               ("Kestrel", "Lorn", "the cliffs"), ("Larch", "Mire", "the moor")]]
-
-
 @pytest.fixture
 def res(store: KnowledgeStore) -> Iterator[Resources]:
-    write_corpus(store, _EMBEDDER)
-    for i, text in enumerate(FILLERS):
-        doc = DocumentIn("default", "evidence", f"filler-{i}.md", ids.content_hash(text),
-                         title=f"filler {i}")
-        store.sync_document(doc, [text])
-    with store.transaction() as conn:
-        evidence.fill_chunk_embeddings(conn, _EMBEDDER.embed_documents)
+    seed_two_hop(store, _EMBEDDER)
     settings = Settings(_env_file=None, chat_model="none", database_url=None)
     resources = PlannerOnly(settings=settings, store=store, embeddings=_EMBEDDER)
     with use_resources(resources):

@@ -13,7 +13,8 @@ from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER
 from storage import KnowledgeStore
-from tests.query.test_query_loop import ENOUGH, FOLLOW, PlannerOnly, planner
+from tests.loop_corpus import ENOUGH, FOLLOW
+from tests.query.test_query_loop import PlannerOnly, planner
 from tests.ui.loop_fixtures import QUESTION, seed_two_hop
 
 
