@@ -10,6 +10,8 @@ including its ancestors':
   adds facts up to that many hops from the entities named (the query graph's walk; recipes
   ``split`` and ``rrf``, ``ppr`` follows the graph by PageRank); ``max_rounds`` bounds its
   retrieval loop and ``rounds`` says what each round searched, added and why it stopped;
+  ``confidence`` (label and reason) says how likely the context answers the question (the
+  label `krag ask` gives the no-LLM answer written from it);
 - ``recall``: facts matching a text (LIKE + vector), currently valid ones or as of a date;
 - ``remember``: store a caller's fact through the extraction validation
   (:func:`~graph_flows.indexing.extraction.validation.validate_extraction`) with MCP provenance;
@@ -184,9 +186,10 @@ def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
         "Query the knowledge graph for entities and their relationships. Use this for "
         "questions about concepts, people, organizations, or how things relate to each other "
         "in the indexed documents. Returns entities, relations (facts with subject, predicate, "
-        "object, dates and sources), a formatted context for an LLM, counts, and the "
+        "object, dates and sources), a formatted context for an LLM, counts, the "
         "retrieval rounds (what each searched, who asked, what it added, why the loop "
-        "stopped)."))
+        "stopped), and a confidence label (high, medium, low, none) with its reason: how "
+        "likely the context answers the question."))
     def kag_query(
         query: Annotated[str, Field(description="Natural language question or search terms")],
         entities: Annotated[list[str] | None, Field(

@@ -77,7 +77,11 @@ def extractive_answer(
     """The best sentences of facts and passages for ``query`` (:mod:`extractive`; the
     question's ``entity_names`` from its analysis), each cited, the best one first,
     labelled as not written by a model."""
-    picked = extractive.pick(query, facts, passages, entity_names=entity_names)
+    return extractive_text(extractive.pick(query, facts, passages, entity_names=entity_names))
+
+
+def extractive_text(picked: Sequence[extractive.Candidate]) -> str:
+    """The extractive answer of the picked sentences: the first leads, the rest support."""
     lines = [EXTRACTIVE_HEADER, ""]
     if picked:
         lines.append(f"{picked[0].sentence} [{picked[0].label}]")

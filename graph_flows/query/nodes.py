@@ -20,12 +20,12 @@ from langgraph.runtime import Runtime
 from graph_flows.query import (
     analyze,
     answer,
+    confidence,
     extractive,
     follow_up,
     loop,
     planner,
     retrieval,
-    scoring,
     sections,
 )
 from graph_flows.query.context import QueryContext
@@ -310,11 +310,12 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         text = answer.empty_answer(state["query"], _closest(res, state))
         emit(text)
         return {"answer": text, "answer_mode": "empty", "citations": [], "errors": [],
-                "answer_confidence": scoring.answer_confidence(question, [], retrieved=False)}
+                "answer_confidence": confidence.assess(question, state["query"], text, [],
+                                                       retrieved=False)}
     text, errors = _llm_text(res, ctx, state, emit)
-    mode, confidence = "llm", None
+    mode, label = "llm", None
     if not text:
-        text, confidence = _extractive_text(state, question, entities)
+        text, label = _extractive_text(state, question, entities)
         mode = "extractive"
         for line in text.splitlines(keepends=True):
             emit(line)
@@ -322,11 +323,11 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
     if unknown:
         what = "fact or passage" if passages else "fact"
         errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved {what}")
-    confidence = confidence or scoring.answer_confidence(question, cited)
+    label = label or confidence.assess(question, state["query"], text, cited, facts, passages)
     diagram = build_mermaid(entities, facts, ctx.max_diagram_nodes, question=question,
                             cited=_diagram_cited(text, mode, cited, facts))
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
-            "answer_confidence": confidence, "mermaid": diagram}
+            "answer_confidence": label, "mermaid": diagram}
 
 
 def _diagram_cited(text: str, mode: str, cited: list[dict[str, Any]],
@@ -354,18 +355,16 @@ def _closest(res: Any, state: QueryState) -> list[str]:
 
 def _extractive_text(state: QueryState, question: extractive.Question,
                      entities: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
-    """The no-LLM answer and its confidence: the best cited sentences, or, when what they
-    cite covers none of the question (confidence "none"), a plain "nothing relevant found"
-    naming what it does know."""
+    """The no-LLM answer and its confidence (:mod:`graph_flows.query.confidence`): the best
+    cited sentences, or, when what they cite names none of the question (confidence
+    "none"), a plain "nothing relevant found" naming what it does know."""
     facts, passages = state.get("facts", []), state.get("passages", [])
-    text = answer.extractive_answer(facts, query=state["query"], passages=passages,
-                                    entity_names=_asked_names(state))
-    cited, _ = answer.citations(text, facts, passages)
-    confidence = scoring.answer_confidence(question, cited)
-    if confidence["label"] != "none":
-        return text, confidence
+    text, label = confidence.extractive_with_confidence(
+        state["query"], _asked_names(state), facts, passages, question)
+    if label["label"] != "none":
+        return text, label
     closest = [e["name"] for e in entities[:5]]
-    return answer.nothing_relevant_answer(confidence["reason"], closest), confidence
+    return answer.nothing_relevant_answer(label["reason"], closest), label
 
 
 def _llm_text(res: Any, ctx: QueryContext, state: QueryState,

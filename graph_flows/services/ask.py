@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from graph_flows.query import analyze, loop, sections
+from graph_flows.query import analyze, confidence, loop, sections
 from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
@@ -147,7 +147,9 @@ def kag_query(
 ) -> dict[str, Any]:
     """Entities, facts and a formatted context for ``query`` in ``scope`` (no answer);
     ``passages`` (and a Passages part of the context) when the recipe ranked passages;
-    ``rounds``: the retrieval rounds (at most ``max_rounds``, default KRAG_MAX_ROUNDS)."""
+    ``rounds``: the retrieval rounds (at most ``max_rounds``, default KRAG_MAX_ROUNDS);
+    ``confidence``: how likely the context answers the question (:func:`context_confidence`),
+    also the context's last line."""
     check_hops(max_hops)
     if max_rounds is not None:
         check_rounds(max_rounds)
@@ -189,19 +191,36 @@ def kag_query(
         text += "\n\n## Passages\n" + sections.passages_text(passages)
     if withheld["passages"]:
         text += "\n\nNote: " + withheld_notice(withheld)
+    label = context_confidence(state, query, rels, passages)
+    text += f"\n\nConfidence: {label['label']} — {label['reason']}"
     out = {
         "scope": scope, "query": state.get("query", query),
         "entities": [entity_record(e) for e in ents],
         "relations": [relation_record(f) for f in rels],
         "context": text, "definitions": definitions, "facts_text": facts_text,
         "total_entities": len(ents), "total_relations": len(rels),
-        "total": len(ents) + len(rels), "rounds": guard_rounds(state.get("rounds", [])),
+        "total": len(ents) + len(rels), "confidence": label,
+        "rounds": guard_rounds(state.get("rounds", [])),
         "errors": list(state.get("errors", [])),
     }
     if passages:
         out["passages"] = passages
         out["withheld"] = withheld
     return out
+
+
+def context_confidence(state: dict[str, Any], query: str, rels: list[dict[str, Any]],
+                       passages: list[dict[str, Any]]) -> dict[str, str]:
+    """How likely this context answers ``query``: the confidence label and reason
+    (:mod:`graph_flows.query.confidence`) of the no-LLM answer from the facts and passages
+    returned, as `krag ask` would label it."""
+    if not rels and not passages:
+        return {"label": "none", "reason": "the context holds no facts or passages"}
+    names = [*(state.get("analysis") or {}).get("entities", []),
+             *state.get("entity_hints", [])]
+    _, label = confidence.extractive_with_confidence(state.get("query", query), names, rels,
+                                                     passages)
+    return label
 
 
 def guard_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph_flows.query import answer, extractive, scoring
+from graph_flows.query import answer, extractive
 from graph_flows.query.mermaid import build_mermaid, node_key
 from tests.query.test_query_graph import assert_valid_mermaid
 
@@ -67,32 +67,6 @@ def test_facts_alone_repeat_one_sentence_once_with_all_its_topics() -> None:
         c for c in pool if c.sentence == said).topic
     lead = extractive.pick("Where was Daniel Okafor born?", facts, [])[0]
     assert lead.sentence == said and lead.label == "F2"
-
-
-def _cite(*texts: str) -> list[dict]:
-    return [{"fact_id": str(i), "fact": t, "subject": "", "object": ""}
-            for i, t in enumerate(texts)]
-
-
-def test_confidence_is_question_coverage_not_method_agreement() -> None:
-    q = extractive.question("Who founded Harrowgate Foods?")
-    high = scoring.answer_confidence(q, _cite("Harrowgate Foods was founded by M. Ellison."))
-    assert high == {"label": "high", "reason": "the cited fact covers 2 of the question's 2 "
-                    "names (Harrowgate, Foods) and 1 of its 1 other words (founded)"}
-    medium = scoring.answer_confidence(q, _cite("Harrowgate Foods is based in Leeds."))
-    assert medium["label"] == "medium"
-    low = scoring.answer_confidence(q, _cite("Foods were sold at the market."))
-    assert low["label"] == "low"
-    for cited in (_cite("Norvale was founded in 1971."), []):
-        assert scoring.answer_confidence(q, cited)["label"] == "none"
-    passage = [{"passage_id": "c1", "text": "It was founded in 1987.",
-                "title": "Harrowgate Foods"}]
-    assert scoring.answer_confidence(q, passage)["label"] == "high"  # the title counts
-    assert scoring.answer_confidence(q, [], retrieved=False) == {
-        "label": "none", "reason": "nothing was retrieved"}
-    nameless = extractive.question("what is a frozen pie")
-    assert scoring.answer_confidence(nameless, _cite("A frozen pie is a pie."))["label"] == "high"
-    assert scoring.answer_confidence(nameless, _cite("Leeds is a city."))["label"] == "none"
 
 
 def test_nothing_relevant_answer_says_so() -> None:

@@ -87,6 +87,13 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     assert report["baselines"]["dense"]["R@10"] == 1.0  # 5 passages: every gold is in top 10
     assert report["baselines"]["bm25"]["R@10"] == 1.0
     assert report["krag"]["R@10"] > 0  # the graph reaches at least one gold passage
+    conf = report["confidence"]
+    assert list(conf) == ["high", "medium", "low", "none"]
+    assert sum(row["n"] for row in conf.values()) == len(QUESTIONS)
+    right = sum(row["correct"] for row in conf.values())
+    assert right == round(report["krag"]["Ans@answer"] * len(QUESTIONS))
+    halves = report["confidence_halves"]
+    assert [sum(r["n"] for r in halves[h].values()) for h in ("even", "odd")] == [1, 1]
 
     code, out, _ = run_cli(capsys, *args)
     again = json.loads(out)
@@ -96,6 +103,7 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
 
     code, out, _ = run_cli(capsys, *args[:-1])
     assert code == 0 and "Passage retrieval" in out and "bm25 (baseline)" in out
+    assert "answers by confidence (right/labelled): high " in out
 
     code, out, err = run_cli(capsys, *args, "--recipe", "ppr")  # embeds the chunks first
     ppr = json.loads(out)

@@ -129,6 +129,10 @@ def multihop(
                    f"{plan['calls_per_question']} planner calls and "
                    f"{plan['tokens_per_question']} tokens per question; questions by rounds "
                    f"{plan['rounds']}", markup=False, highlight=False)
+    conf = report["confidence"]
+    _console.print("answers by confidence (right/labelled): " + ", ".join(
+        f"{label} {row['correct']}/{row['n']}" for label, row in conf.items()),
+        markup=False, highlight=False)
 
 
 def _retrieval_table(report: dict[str, Any]) -> Table:

@@ -12,6 +12,9 @@ Ans@ctx is the answer (or an alias) in the context the graph built (``definition
 ``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
 Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
 answer: queries run without an LLM, so that is the extractive no-LLM answer users get.
+``confidence`` counts the answers by their confidence label (graph_flows.query.confidence):
+``{label: {"n", "correct"}}``, correct by the Ans@answer test; ``confidence_halves`` the same
+over the even (development) and odd (held-out) question indexes.
 ``recipe`` selects the query graph's ranking recipe (default: the graph's default).
 ``injection`` counts the scope's chunks with instruction-like text withheld
 (storage.injection_spans): passages the answer model never reads whole.
@@ -41,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.query.confidence import LABELS as CONFIDENCE_LABELS
 from graph_flows.query.loop import MAX_ROUNDS
 from graph_flows.query.retrieval import RECIPES
 from graph_flows.services.evaluation.data import (
@@ -187,9 +191,12 @@ def run_multihop(
         bm25 = _score_bm25(run)
     ingest_report["chunks"] = len(chunks)
     flagged["share"] = round(flagged["flagged"] / flagged["chunks"], 4) if chunks else 0.0
+    labels = planning.pop("confidence")
     planning |= {"mode": loop.planner, "no_llm_follow_up": loop.no_llm_follow_up,
                  "max_rounds": loop.max_rounds or resources.settings.max_rounds}
-    return {"krag": krag.as_dict(), "planner": planning, "injection": flagged,
+    return {"krag": krag.as_dict(), "confidence": labels.table(),
+            "confidence_halves": {"even": labels.table(0), "odd": labels.table(1)},
+            "planner": planning, "injection": flagged,
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
             "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
             "recipe": recipe or "default",
@@ -298,7 +305,7 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
     loop's counts (:class:`LoopCounts`)."""
     from graph_flows import query_flow
 
-    score, counts = RetrievalScore(), LoopCounts()
+    score, counts, labels = RetrievalScore(), LoopCounts(), ConfidenceCounts()
     for n, q in enumerate(run.questions, 1):
         started = time.perf_counter()
         result = query_flow.invoke({"query": q.question, "scope": run.scope}, context=context)
@@ -309,11 +316,33 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
                                     ranked_documents(conn, result))
         built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
                                                         "passages_text"))
-        score.add(ranked, q.gold, answer_in(built, q.answers), ms,
-                  answer_in(result.get("answer") or "", q.answers))
+        right = answer_in(result.get("answer") or "", q.answers)
+        score.add(ranked, q.gold, answer_in(built, q.answers), ms, right)
         counts.add(result)
+        labels.add(n - 1, result, right)
         run.progress("krag", n, len(run.questions))
-    return score, counts.as_dict()
+    return score, counts.as_dict() | {"confidence": labels}
+
+
+@dataclass
+class ConfidenceCounts:
+    """Per answer-confidence label: questions so labelled (``n``) and those whose answer
+    text holds the gold answer or an alias (``correct``, the test of Ans@answer); over all
+    questions and over the even (development) and odd (held-out) question indexes."""
+
+    rows: list[tuple[int, str, bool]] = field(default_factory=list)
+
+    def add(self, index: int, result: dict[str, Any], correct: bool) -> None:
+        """Count one question (``index`` from 0) by its result's label."""
+        label = str((result.get("answer_confidence") or {}).get("label") or "none")
+        self.rows.append((index, label, correct))
+
+    def table(self, half: int | None = None) -> dict[str, dict[str, int]]:
+        """``{label: {"n", "correct"}}`` for every label; ``half`` 0 (even) or 1 (odd)."""
+        rows = [r for r in self.rows if half is None or r[0] % 2 == half]
+        return {label: {"n": sum(r[1] == label for r in rows),
+                        "correct": sum(r[1] == label and r[2] for r in rows)}
+                for label in CONFIDENCE_LABELS}
 
 
 @dataclass

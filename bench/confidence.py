@@ -1,0 +1,122 @@
+"""Dump every question's query-graph result once, then study the answer's confidence and the
+extractive sentence choice offline (issue 25).
+
+Usage::
+
+    KRAG_DATA_DIR=/tmp/eval25/krag KRAG_CHAT_MODEL=none python -m bench.confidence dump \\
+        --questions ../shared/benchdata/multihop/questions.jsonl --scope eval-2ac78eb11230 \\
+        --out /tmp/conf_nollm.json
+    python -m bench.confidence score /tmp/conf_nollm.json
+
+``dump`` runs the query graph (no LLM, as ``krag eval multihop`` does) for every question
+and writes its result (facts, passages, rounds, answer, confidence) with the question's
+answers. ``score`` re-answers every question from the dumped evidence with the current
+extractive sentence choice (:func:`graph_flows.query.answer.extractive_answer`, pure) and
+labels it with the current :func:`graph_flows.query.confidence.assess`, then prints
+Ans@answer and the accuracy per label on all questions and on the development (even index)
+and held-out (odd index) halves, and each question's features (``--features``).
+Nothing goes into the repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from graph_flows.query import answer, confidence, extractive
+from graph_flows.services.evaluation.data import read_questions
+from graph_flows.services.evaluation.metrics import answer_in
+
+KEEP = ("query", "analysis", "entity_hints", "facts", "passages", "rounds", "answer",
+        "answer_mode", "citations", "answer_confidence")
+
+
+def dump(args: argparse.Namespace) -> None:
+    """Run the query graph for every question and write the results as JSON."""
+    from graph_flows import query_flow
+    from graph_flows.shared.resources import build_resources, use_resources
+    from graph_flows.shared.scoped import scope_access
+    from graph_flows.shared.settings import load_settings
+
+    res = build_resources(load_settings(chat_model="none"))
+    records = []
+    try:
+        with use_resources(res), scope_access(args.scope, res.store):
+            for q in read_questions(args.questions):
+                out = query_flow.invoke({"query": q.question, "scope": args.scope})
+                records.append({k: out.get(k) for k in KEEP} | {"answers": list(q.answers)})
+    finally:
+        res.store.close()
+    args.out.write_text(json.dumps(records, default=str))
+    print(f"{len(records)} questions -> {args.out}")
+
+
+def rescore(rec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The extractive answer and its confidence from one record's dumped evidence."""
+    names = [*(rec.get("analysis") or {}).get("entities", []), *(rec.get("entity_hints") or [])]
+    facts, passages = rec.get("facts") or [], rec.get("passages") or []
+    picked = extractive.pick(rec["query"], facts, passages, entity_names=names)
+    text = answer.extractive_text(picked)
+    q = extractive.question(rec["query"], names)
+    cited, _ = answer.citations(text, facts, passages)
+    if not cited:
+        return text, {"label": "none", "features": None}
+    s = confidence.signals(q, rec["query"], text, cited, facts, passages)
+    return text, {"label": confidence.label(s), "features": s.__dict__}
+
+
+def table(rows: list[tuple[str, bool]]) -> str:
+    """``label n/correct`` for each label, in order."""
+    n: Counter[str] = Counter(lab for lab, _ in rows)
+    ok: Counter[str] = Counter(lab for lab, right in rows if right)
+    return "  ".join(f"{lab} {ok[lab]}/{n[lab]}" for lab in confidence.LABELS)
+
+
+def report(path: Path, features: bool) -> None:
+    """Ans@answer and labels of the dumped answers and of the current code, per half."""
+    records = json.loads(path.read_text())
+    halves: dict[str, Callable[[int], bool]] = {
+        "all": lambda i: True, "dev (even)": lambda i: i % 2 == 0,
+        "held-out (odd)": lambda i: i % 2 == 1}
+    now = [rescore(r) for r in records]
+    for name, keep in halves.items():
+        idx = [i for i in range(len(records)) if keep(i)]
+        before = [(records[i]["answer_confidence"]["label"],
+                   answer_in(records[i]["answer"] or "", records[i]["answers"])) for i in idx]
+        after = [(now[i][1]["label"], answer_in(now[i][0], records[i]["answers"]))
+                 for i in idx]
+        print(f"## {name} ({len(idx)} questions)")
+        print(f"  dumped : Ans@answer {sum(r for _, r in before)}  {table(before)}")
+        print(f"  current: Ans@answer {sum(r for _, r in after)}  {table(after)}")
+    if features:
+        for i, (rec, (text, conf)) in enumerate(zip(records, now, strict=True)):
+            right = answer_in(text, rec["answers"])
+            print(json.dumps({"i": i, "ok": right, "label": conf["label"],
+                              "features": conf.get("features"), "q": rec["query"],
+                              "gold": rec["answers"][0], "lead": text.splitlines()[2:3]}))
+
+
+def main() -> None:
+    """Parse arguments; dump or score."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("--questions", type=Path, required=True)
+    d.add_argument("--scope", required=True)
+    d.add_argument("--out", type=Path, required=True)
+    s = sub.add_parser("score")
+    s.add_argument("dump", type=Path)
+    s.add_argument("--features", action="store_true")
+    args = p.parse_args()
+    if args.cmd == "dump":
+        dump(args)
+    else:
+        report(args.dump, args.features)
+
+
+if __name__ == "__main__":
+    main()
