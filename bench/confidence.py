@@ -6,7 +6,7 @@ Usage::
     KRAG_DATA_DIR=/tmp/eval25/krag KRAG_CHAT_MODEL=none python -m bench.confidence dump \\
         --questions ../shared/benchdata/multihop/questions.jsonl --scope eval-2ac78eb11230 \\
         --out /tmp/conf_nollm.json
-    python -m bench.confidence score /tmp/conf_nollm.json
+    python -m bench.confidence score /tmp/conf_nollm.json --features /tmp/conf_features.jsonl
 
 ``dump`` runs the query graph (no LLM, as ``krag eval multihop`` does) for every question
 and writes its result (facts, passages, rounds, answer, confidence) with the question's
@@ -76,28 +76,42 @@ def table(rows: list[tuple[str, bool]]) -> str:
     return "  ".join(f"{lab} {ok[lab]}/{n[lab]}" for lab in confidence.LABELS)
 
 
-def report(path: Path, features: bool) -> None:
-    """Ans@answer and labels of the dumped answers and of the current code, per half."""
+VARIANTS: dict[str, Callable[..., list[int]]] = {
+    "capitals": extractive._capital_spots, "asked kind": extractive._kind_spots}
+"""How the extractive choice finds a possible answer in a sentence: main's capitalised
+words and numbers, or mentions of the asked kind (issue 25)."""
+
+
+def report(path: Path, features: Path | None) -> None:
+    """Ans@answer and labels of the dumped answers and of the current code (with each
+    :data:`VARIANTS` spot finder), per half; each question's signals to ``features``."""
     records = json.loads(path.read_text())
     halves: dict[str, Callable[[int], bool]] = {
         "all": lambda i: True, "dev (even)": lambda i: i % 2 == 0,
         "held-out (odd)": lambda i: i % 2 == 1}
-    now = [rescore(r) for r in records]
-    for name, keep in halves.items():
+    runs = {}
+    for name, spots in VARIANTS.items():
+        extractive._spots = spots
+        runs[name] = [rescore(r) for r in records]
+    extractive._spots = extractive._kind_spots
+    for half, keep in halves.items():
         idx = [i for i in range(len(records)) if keep(i)]
         before = [(records[i]["answer_confidence"]["label"],
                    answer_in(records[i]["answer"] or "", records[i]["answers"])) for i in idx]
-        after = [(now[i][1]["label"], answer_in(now[i][0], records[i]["answers"]))
-                 for i in idx]
-        print(f"## {name} ({len(idx)} questions)")
-        print(f"  dumped : Ans@answer {sum(r for _, r in before)}  {table(before)}")
-        print(f"  current: Ans@answer {sum(r for _, r in after)}  {table(after)}")
+        print(f"## {half} ({len(idx)} questions)")
+        print(f"  dumped      : Ans@answer {sum(r for _, r in before)}  {table(before)}")
+        for name, now in runs.items():
+            after = [(now[i][1]["label"], answer_in(now[i][0], records[i]["answers"]))
+                     for i in idx]
+            print(f"  {name:12s}: Ans@answer {sum(r for _, r in after)}  {table(after)}")
     if features:
-        for i, (rec, (text, conf)) in enumerate(zip(records, now, strict=True)):
-            right = answer_in(text, rec["answers"])
-            print(json.dumps({"i": i, "ok": right, "label": conf["label"],
-                              "features": conf.get("features"), "q": rec["query"],
-                              "gold": rec["answers"][0], "lead": text.splitlines()[2:3]}))
+        with features.open("w") as out:
+            for i, (rec, (text, conf)) in enumerate(zip(records, runs["asked kind"],
+                                                        strict=True)):
+                out.write(json.dumps({
+                    "i": i, "ok": answer_in(text, rec["answers"]), "label": conf["label"],
+                    "features": conf.get("features"), "q": rec["query"],
+                    "gold": rec["answers"], "answer": text}) + "\n")
 
 
 def main() -> None:
@@ -110,7 +124,7 @@ def main() -> None:
     d.add_argument("--out", type=Path, required=True)
     s = sub.add_parser("score")
     s.add_argument("dump", type=Path)
-    s.add_argument("--features", action="store_true")
+    s.add_argument("--features", type=Path, help="write each question's signals here")
     args = p.parse_args()
     if args.cmd == "dump":
         dump(args)

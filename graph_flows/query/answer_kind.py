@@ -3,7 +3,7 @@
 "When" asks for a date, "how many" for a number, "where" for a place, "who" for a person
 (or an organisation: "who published ..."), anything else for a name. A sentence's mentions
 of a kind are spaCy's named entities of the matching labels (:data:`NER_KINDS`) when the
-pipeline is installed (:func:`graph_flows.indexing.extraction.ner.load_nlp`, loaded once per
+pipeline is installed (:func:`graph_flows.shared.nlp.load_nlp`, loaded once per
 process, never at import), else numbers (date, number) and capitalised words after the first
 (person, place, name).
 """
@@ -11,9 +11,6 @@ process, never at import), else numbers (date, number) and capitalised words aft
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-
-from graph_flows.query import extractive
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -44,7 +41,7 @@ def asked_kind(query: str) -> str:
 
 def mentions(sentence: str, kind: str) -> tuple[str, ...]:
     """The mentions of ``kind`` in ``sentence``, in reading order (see the module docstring)."""
-    from graph_flows.indexing.extraction.ner import load_nlp
+    from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
     if nlp is not None:
@@ -60,19 +57,3 @@ def mentions(sentence: str, kind: str) -> tuple[str, ...]:
     numeric = kind in ("date", "number")
     return tuple(t for i, t in enumerate(tokens)
                  if (t[0].isdigit() if numeric else (i > 0 and t[0].isupper())))
-
-
-def candidate(sentences: Sequence[str], kind: str, q: extractive.Question) -> str:
-    """The first mention of the asked kind in ``sentences`` that the question does not
-    contain ("" when none)."""
-    for sentence in sentences:
-        for found in mentions(sentence, kind):
-            if new(extractive.terms(found), q):
-                return found
-    return ""
-
-
-def new(words: set[str] | frozenset[str], q: extractive.Question) -> bool:
-    """Whether a mention adds a word (of two letters or more) the question does not hold:
-    "Edgar F. Codd" is no answer to a question naming Edgar Codd."""
-    return any(len(w) > 1 and w not in q.all for w in words)

@@ -68,6 +68,22 @@ def answer_sentences(text: str) -> list[str]:
     return extractive.sentences(body) if body else []
 
 
+def candidate(sentences: Sequence[str], kind: str, q: extractive.Question) -> str:
+    """The first mention of the asked kind in ``sentences`` that the question does not
+    contain ("" when none)."""
+    for sentence in sentences:
+        for found in answer_kind.mentions(sentence, kind):
+            if new(extractive.terms(found), q):
+                return found
+    return ""
+
+
+def new(words: set[str] | frozenset[str], q: extractive.Question) -> bool:
+    """Whether a mention adds a word (of two letters or more) the question does not hold:
+    "Edgar F. Codd" is no answer to a question naming Edgar Codd."""
+    return any(len(w) > 1 and w not in q.all for w in words)
+
+
 def agreeing(found: str, cited: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]],
              passages: Sequence[dict[str, Any]]) -> int:
     """How many retrieved documents besides the answer's first cited one say ``found``
@@ -100,7 +116,7 @@ def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[
     found = evidence_terms(cited)
     words = extractive.terms(" ".join(said))
     kind = answer_kind.asked_kind(query)
-    cand = answer_kind.candidate(said, kind, q)
+    cand = candidate(said, kind, q)
     return Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
         predicate=len(q.predicate & words), predicate_asked=len(q.predicate),

@@ -38,12 +38,12 @@ def test_asked_kind_by_the_wh_phrase(query: str, kind: str) -> None:
 def test_candidate_is_a_mention_of_the_asked_kind_the_question_lacks() -> None:
     q = extractive.question("When did Edgar Codd publish the paper?")
     said = ["Edgar F. Codd published the paper in June 1970 in Communications of the ACM."]
-    assert answer_kind.candidate(said, "date", q) == "June 1970"
-    assert answer_kind.candidate(said[:1], "place", q) == ""
-    assert answer_kind.candidate(["Edgar F. Codd wrote it."], "person", q) == ""  # asked
-    assert answer_kind.candidate(["Codd was a mathematician."], "date", q) == ""
+    assert confidence.candidate(said, "date", q) == "June 1970"
+    assert confidence.candidate(said[:1], "place", q) == ""
+    assert confidence.candidate(["Edgar F. Codd wrote it."], "person", q) == ""  # asked
+    assert confidence.candidate(["Codd was a mathematician."], "date", q) == ""
     who = extractive.question(WHO)
-    assert answer_kind.candidate(["It was founded by Margaret Ellison in Leeds."], "person",
+    assert confidence.candidate(["It was founded by Margaret Ellison in Leeds."], "person",
                                  who) == "Margaret Ellison"
 
 

