@@ -56,17 +56,17 @@ def dump(args: argparse.Namespace) -> None:
 
 
 def rescore(rec: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The extractive answer and its confidence from one record's dumped evidence."""
+    """The extractive answer and its confidence from one record's dumped evidence, as
+    generate_response gives them ("nothing relevant found" for a "none" label)."""
     names = [*(rec.get("analysis") or {}).get("entities", []), *(rec.get("entity_hints") or [])]
     facts, passages = rec.get("facts") or [], rec.get("passages") or []
-    picked = extractive.pick(rec["query"], facts, passages, entity_names=names)
-    text = answer.extractive_text(picked)
     q = extractive.question(rec["query"], names)
+    text, label = confidence.extractive_with_confidence(rec["query"], names, facts, passages, q)
     cited, _ = answer.citations(text, facts, passages)
-    if not cited:
-        return text, {"label": "none", "features": None}
-    s = confidence.signals(q, rec["query"], text, cited, facts, passages)
-    return text, {"label": confidence.label(s), "features": s.__dict__}
+    if label["label"] == "none":
+        return answer.nothing_relevant_answer(label["reason"], []), {**label, "features": None}
+    s = confidence.signals(q, rec["query"], text, cited, facts, passages, declined=False)
+    return text, {**label, "features": s.__dict__}
 
 
 def table(rows: list[tuple[str, bool]]) -> str:
@@ -76,24 +76,14 @@ def table(rows: list[tuple[str, bool]]) -> str:
     return "  ".join(f"{lab} {ok[lab]}/{n[lab]}" for lab in confidence.LABELS)
 
 
-VARIANTS: dict[str, Callable[..., list[int]]] = {
-    "capitals": extractive._capital_spots, "asked kind": extractive._kind_spots}
-"""How the extractive choice finds a possible answer in a sentence: main's capitalised
-words and numbers, or mentions of the asked kind (issue 25)."""
-
-
 def report(path: Path, features: Path | None) -> None:
-    """Ans@answer and labels of the dumped answers and of the current code (with each
-    :data:`VARIANTS` spot finder), per half; each question's signals to ``features``."""
+    """Ans@answer and labels of the dumped answers and of the current code, per half;
+    each question's signals to ``features``."""
     records = json.loads(path.read_text())
     halves: dict[str, Callable[[int], bool]] = {
         "all": lambda i: True, "dev (even)": lambda i: i % 2 == 0,
         "held-out (odd)": lambda i: i % 2 == 1}
-    runs = {}
-    for name, spots in VARIANTS.items():
-        extractive._spots = spots
-        runs[name] = [rescore(r) for r in records]
-    extractive._spots = extractive._kind_spots
+    runs = {"current": [rescore(r) for r in records]}
     for half, keep in halves.items():
         idx = [i for i in range(len(records)) if keep(i)]
         before = [(records[i]["answer_confidence"]["label"],
@@ -106,7 +96,7 @@ def report(path: Path, features: Path | None) -> None:
             print(f"  {name:12s}: Ans@answer {sum(r for _, r in after)}  {table(after)}")
     if features:
         with features.open("w") as out:
-            for i, (rec, (text, conf)) in enumerate(zip(records, runs["asked kind"],
+            for i, (rec, (text, conf)) in enumerate(zip(records, runs["current"],
                                                         strict=True)):
                 out.write(json.dumps({
                     "i": i, "ok": answer_in(text, rec["answers"]), "label": conf["label"],

@@ -29,7 +29,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from graph_flows.query import answer_kind
 from graph_flows.shared.untrusted import MARKER
 
 STEM = 5
@@ -90,9 +89,6 @@ class Question:
     kind: frozenset[str] = frozenset()
     """The answer's or a bridge's kind ("Which *company* ...", "how many *shops*", "the
     *company* that ..."): not a predicate."""
-    asked: str = "name"
-    """The kind of answer asked for (:func:`answer_kind.asked_kind`: date, number, place,
-    person, name)."""
 
     @property
     def predicate(self) -> frozenset[str]:
@@ -116,7 +112,7 @@ def question(query: str, entity_names: Iterable[str] = ()) -> Question:
     names = frozenset(named) & frozenset(words)
     kind = frozenset(stem(w) for m in _KIND.findall(query) for w in m if w) - names
     return Question(names, frozenset(words) - names, words, bool(_NUMBER_CUES.search(query)),
-                    kind, answer_kind.asked_kind(query))
+                    kind)
 
 
 def paragraphs(text: str) -> list[str]:
@@ -193,35 +189,15 @@ def candidates(facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any
     return list(first.values())
 
 
-def _capital_spots(tokens: Sequence[str], c: Candidate, q: Question) -> list[int]:
-    """Where a possible answer stands: a number (for "when"/"how many"), else a
-    capitalised word (not the first) the question does not contain."""
-    return [i for i, t in enumerate(tokens) if (
+def _answer_bonus(c: Candidate, q: Question) -> float:
+    """:data:`ANSWER_WEIGHT` when the sentence holds a possible answer: a number (for
+    "when"/"how many"), else a capitalised word (not the first) the question does not
+    contain; twice that when it stands within :data:`NEAR` words after one of
+    the question's predicate words ("born in *Lagos*", "completed in *1864*")."""
+    tokens = _WORD.findall(c.sentence)
+    spots = [i for i, t in enumerate(tokens) if (
         t[0].isdigit() if q.wants_number else (i > 0 and t[0].isupper())
     ) and stem(t) not in q.all]
-
-
-def _kind_spots(tokens: Sequence[str], c: Candidate, q: Question) -> list[int]:
-    """Where a mention of the asked kind (:mod:`answer_kind`: a date for "when", a person
-    for "who", a place for "where") that the question does not contain starts."""
-    stems = [stem(t) for t in tokens]
-    out = []
-    for found in answer_kind.mentions(c.sentence, q.asked):
-        words = [stem(w) for w in _WORD.findall(found)]
-        if words and any(len(w) > 1 and w not in q.all for w in words) and words[0] in stems:
-            out.append(stems.index(words[0]))
-    return out
-
-
-_spots = _kind_spots
-
-
-def _answer_bonus(c: Candidate, q: Question) -> float:
-    """:data:`ANSWER_WEIGHT` when the sentence holds a possible answer (:func:`_kind_spots`);
-    twice that when it stands within :data:`NEAR` words after one of the question's
-    predicate words ("born in *Lagos*", "completed in *1864*")."""
-    tokens = _WORD.findall(c.sentence)
-    spots = _spots(tokens, c, q)
     if not spots:
         return 0.0
     verbs = [i for i, t in enumerate(tokens) if stem(t) in q.predicate]

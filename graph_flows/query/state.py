@@ -54,9 +54,11 @@ class QueryState(QueryInput, total=False):
     """What the answer cites: facts (label, fact_id, fact text, sources) and passages
     (label, passage_id, text, document_id, uri, title, source)."""
     answer_confidence: dict[str, str]
-    """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason: how well the
-    cited facts and passages cover the question's names and other words
-    (scoring.answer_confidence); 'none' when nothing relevant was found."""
+    """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason: how likely the
+    answer is right, from the names its evidence covers, the relation words it says, whether
+    it holds a thing of the kind asked for and whether other documents agree
+    (graph_flows.query.confidence); 'none' when nothing relevant was found or the answer
+    model said the knowledge base does not hold the answer."""
     rounds: list[dict[str, Any]]
     """The retrieval rounds (graph_flows.query.loop): per round the query searched, why,
     who asked, the bridge entity, what it added, milliseconds, planner calls and tokens,

@@ -1,7 +1,8 @@
 """The no-LLM answer on natural encyclopedic prose of our own writing
 (tests/data/natural_prose): ingested without an LLM, asked through the query graph under the
 recipes ``split`` and ``ppr``. The extractive answer must contain the expected answer for
-most questions, be rated by how well its evidence covers the question, and say "nothing
+most questions, be labelled by how likely it is right (mostly right when "high", rarely
+when "low" or "none"), and say "nothing
 relevant found" (label ``none``) for a question the corpus knows nothing about."""
 
 from __future__ import annotations
@@ -65,8 +66,12 @@ def test_extractive_answers_natural_prose(prose: Resources, recipe: str) -> None
             hits += 1
         else:
             misses.append((q["id"], out["answer"], out["errors"]))
-    print(recipe, labels)
     assert hits / len(questions) >= FLOOR[recipe], misses
+    # the label means what it says on prose nobody tuned it on (graph_flows.query.confidence)
+    high = [right for label, right, *_ in labels if label == "high"]
+    low = [right for label, right, *_ in labels if label in {"low", "none"}]
+    assert high and sum(high) / len(high) >= 0.7, labels
+    assert sum(low) <= 0.15 * max(len(low), 1), labels
 
 
 @pytest.mark.parametrize("recipe", ["split", "ppr"])
@@ -78,4 +83,5 @@ def test_unrelated_question_finds_nothing_relevant(prose: Resources, recipe: str
     answered = query_flow.invoke({"query": "Who founded Brightmoor Software?"},
                                  context={"recipe": recipe})
     lead = answered["answer"].split("\n")[2]  # header, blank line, the best sentence
-    assert "Samuel Reyes" in lead and answered["answer_confidence"]["label"] == "high"
+    assert "Samuel Reyes" in lead  # said by one document only: "medium", not "high"
+    assert answered["answer_confidence"]["label"] == "medium"

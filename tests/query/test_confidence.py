@@ -49,12 +49,13 @@ def test_candidate_is_a_mention_of_the_asked_kind_the_question_lacks() -> None:
 
 def test_labels_follow_the_rules() -> None:
     right = Signals(covered=3, names=2, names_asked=2, predicate=1, predicate_asked=1,
-                    kind="person", candidate="Margaret Ellison", agree=0)
+                    lead_predicate=1, kind="person", candidate="Margaret Ellison", agree=1)
     assert confidence.label(right) == "high"
-    assert confidence.label(replace(right, predicate=0)) == "medium"
-    assert confidence.label(replace(right, predicate=0, agree=1)) == "high"
+    assert confidence.label(replace(right, agree=0)) == "medium"  # no other document says it
+    assert confidence.label(replace(right, lead_predicate=0)) == "medium"  # nor the relation
     assert confidence.label(replace(right, candidate="")) == "low"
-    assert confidence.label(replace(right, names=1)) == "low"
+    assert confidence.label(replace(right, names=1, names_asked=3)) == "low"
+    assert confidence.label(replace(right, names=1)) == "high"  # half the names suffice
     assert confidence.label(replace(right, names=0)) == "none"
     assert confidence.label(replace(right, declined=True)) == "none"
     nameless = replace(right, names=0, names_asked=0)
@@ -63,16 +64,20 @@ def test_labels_follow_the_rules() -> None:
 
 
 def test_assess_says_why() -> None:
-    high = _assess(WHO, "Harrowgate Foods was founded by Margaret Ellison. [F1]",
-                   _cite("Harrowgate Foods was founded by Margaret Ellison."))
+    cited = _cite("Harrowgate Foods was founded by Margaret Ellison.",
+                  "Margaret Ellison was a baker in Leeds.")
+    text = ("Harrowgate Foods was founded by Margaret Ellison. [F1]\n\nSupporting evidence:\n"
+            "- Margaret Ellison was a baker in Leeds. [F2]")
+    high = _assess(WHO, text, cited)
     assert high == {"label": "high", "reason": (
-        "the cited evidence names 2 of the question's 2 names (Harrowgate, Foods); the answer "
-        "says 1 of its 1 relation words (founded); it holds a person as asked "
-        "(Margaret Ellison)")}
+        "the cited evidence names 2 of the question's 2 names (Harrowgate, Foods); it holds a "
+        "person as asked (Margaret Ellison), also said by 1 other document; its first "
+        "sentence says 1 of the question's 1 relation words (founded)")}
+    alone = _assess(WHO, "Harrowgate Foods was founded by Margaret Ellison. [F1]", cited[:1])
+    assert alone["label"] == "medium" and "said by no other document" in alone["reason"]
     no_person = _assess(WHO, "Harrowgate Foods was founded in 1987. [F1]",
                         _cite("Harrowgate Foods was founded in 1987."))
-    assert no_person["label"] == "low" and no_person["reason"].endswith(
-        "it holds no person as asked")
+    assert no_person["label"] == "low" and "it holds no person as asked" in no_person["reason"]
     other = _assess(WHO, "Norvale was founded by Ada Brook. [F1]",
                     _cite("Norvale was founded by Ada Brook."))
     assert other["label"] == "none" and "names 0 of the question's 2 names" in other["reason"]
@@ -92,14 +97,15 @@ def test_agreeing_documents_count_other_sources_of_the_candidate() -> None:
 
 
 def test_a_model_saying_it_does_not_know_is_none() -> None:
+    cited = _cite("Margaret Ellison worked at Harrowgate Foods.",
+                  "Margaret Ellison founded Harrowgate Foods.")
     text = ("The knowledge base does not say who founded Harrowgate Foods; it only says "
             "that Margaret Ellison worked there [F1].")
-    out = _assess(WHO, text, _cite("Margaret Ellison worked at Harrowgate Foods."))
-    assert out == {"label": "none", "reason": "the answer says the knowledge base does not "
-                   "contain the answer"}
-    plain = "Margaret Ellison founded Harrowgate Foods [F1]."
-    assert _assess(WHO, plain, _cite("Margaret Ellison founded Harrowgate Foods."))[
-        "label"] == "high"
+    assert _assess(WHO, text, cited) == {"label": "none", "reason": "the answer says the "
+                                         "knowledge base does not contain the answer"}
+    plain = "Margaret Ellison founded Harrowgate Foods [F2], where she worked [F1]."
+    assert _assess(WHO, plain, cited)["label"] == "high"
+    assert _assess(WHO, text, cited, declined=False)["label"] != "none"  # extractive text
 
 
 def test_answer_sentences_drop_header_citations_and_the_support_line() -> None:

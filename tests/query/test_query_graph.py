@@ -205,16 +205,20 @@ def test_llm_answer_streams_and_citations_map(resources) -> None:
 
 def test_llm_answer_confidence_from_the_same_evidence_and_the_models_refusal(
         resources) -> None:
-    question = "What does the Analytical Engine use?"
+    question = "Who designed the Analytical Engine?"
     resources.chat_override = scripted(
-        analysis_message(["Analytical Engine"]), "It uses punched cards [F1].",
         analysis_message(["Analytical Engine"]),
-        "The knowledge base does not say what the Analytical Engine uses [F1].")
+        "Charles Babbage designed it [F1][F2].",
+        analysis_message(["Analytical Engine"]),
+        "The knowledge base does not say who designed the Analytical Engine [F1][F2].")
     answered = query_flow.invoke({"query": question}, context={"max_rounds": 1})
-    assert answered["answer_mode"] == "llm"
-    conf = answered["answer_confidence"]  # the label the extractive answer's rules give
-    assert conf["label"] in {"high", "medium"}, conf
-    assert conf["reason"].startswith("the cited evidence names 2 of the question's 2 names")
+    assert answered["answer_mode"] == "llm" and len(answered["citations"]) == 2
+    # the rules of the extractive answer, on the model's sentences and what they cite
+    conf = answered["answer_confidence"]
+    assert conf["label"] == "medium", conf  # one document: no other says Charles Babbage
+    assert ("it holds a person as asked (Charles Babbage), said by no other document; its "
+            "first sentence says 1 of the question's 1 relation words (designed)"
+            ) in conf["reason"]
     declined = query_flow.invoke({"query": question}, context={"max_rounds": 1})
     assert declined["answer_mode"] == "llm" and declined["citations"]
     assert declined["answer_confidence"] == {
