@@ -22,7 +22,10 @@ setup: $(STAMP) mermaid
 mermaid:
 	@./scripts/install_mermaid.sh || echo "note: mermaid.js not installed; the UI will show diagram sources"
 
-DEMO_QUESTION ?= What did Edgar Codd propose, and which systems were built on it?
+# One question with one answer: no-LLM mode answers it from a sentence of the corpus (a
+# two-part question such as "What did Codd propose, and which systems were built on it?"
+# needs an answer model; see README, "no-LLM mode").
+DEMO_QUESTION ?= Which query language was based on Codd's relational calculus?
 
 # Embedded PostgreSQL + the bundled sample corpus + a streamed answer (no-LLM mode when no
 # LLM is reachable; set KRAG_CHAT_MODEL to use Ollama or an OpenAI-compatible server).

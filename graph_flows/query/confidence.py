@@ -122,6 +122,12 @@ def _document(item: dict[str, Any]) -> Any:
     return (sources[0].get("uri") or sources[0].get("document_id")) if sources else None
 
 
+def relation_words(q: extractive.Question) -> frozenset[str]:
+    """The question's relation words (:attr:`extractive.Question.predicate`) of two letters
+    or more (the "s" of "Codd's" is none)."""
+    return frozenset(w for w in q.predicate if len(w) > 1)
+
+
 def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[str, Any]],
             facts: Sequence[dict[str, Any]] = (), passages: Sequence[dict[str, Any]] = (),
             declined: bool | None = None) -> Signals:
@@ -134,9 +140,9 @@ def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[
     cand = candidate(said, kind, q)
     return Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
-        predicate=len(q.predicate & extractive.terms(" ".join(said))),
-        predicate_asked=len(q.predicate),
-        lead_predicate=len(q.predicate & extractive.terms(said[0] if said else "")),
+        predicate=len(relation_words(q) & extractive.terms(" ".join(said))),
+        predicate_asked=len(relation_words(q)),
+        lead_predicate=len(relation_words(q) & extractive.terms(said[0] if said else "")),
         kind=kind, candidate=cand, agree=agreeing(cand, cited, facts, passages),
         declined=bool(_DECLINED.search(text)) if declined is None else declined)
 
@@ -200,7 +206,7 @@ def assess(q: extractive.Question, query: str, text: str, cited: Sequence[dict[s
     if not cited:
         return {"label": "none", "reason": "the answer cites no retrieved fact or passage"}
     s = signals(q, query, text, cited, facts, passages, declined)
-    said = q.predicate & extractive.terms((answer_sentences(text) or [""])[0])
+    said = relation_words(q) & extractive.terms((answer_sentences(text) or [""])[0])
     return {"label": label(s), "reason": reason(s, q, q.names & evidence_terms(cited), said)}
 
 

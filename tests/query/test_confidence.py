@@ -113,3 +113,9 @@ def test_answer_sentences_drop_header_citations_and_the_support_line() -> None:
         extractive.Candidate(0, "It was founded in 1987.", "P1", frozenset(), frozenset()),
         extractive.Candidate(1, "Leeds is a city.", "F2", frozenset(), frozenset())])
     assert confidence.answer_sentences(text) == ["It was founded in 1987.", "Leeds is a city."]
+
+
+def test_relation_words_leave_out_one_letter_pieces() -> None:
+    q = extractive.question("Which query language was based on Codd's relational calculus?")
+    assert "s" in q.predicate and "s" not in confidence.relation_words(q)
+    assert {"based", "relat"} <= confidence.relation_words(q)
