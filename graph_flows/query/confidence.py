@@ -22,8 +22,8 @@ thing of the asked kind); "high" asks for the answer to state the asked relation
 second document to say the same candidate. A rule that helped on MuSiQue alone (an answer
 citing one fact or passage only is "low") was left out: the held-out prose check
 (tests/query/test_answer_natural_prose.py) showed single-passage answers to single-hop
-questions right.
-The reason string names the signals.
+questions right. The query loop's stop reason is no signal: without a planner model it was
+the same for every MuSiQue question. The reason string names the signals.
 """
 
 from __future__ import annotations
@@ -56,11 +56,10 @@ class Signals:
     names: int
     """The question's names the cited evidence says (of ``names_asked``)."""
     names_asked: int
-    predicate: int
-    """The question's relation words the answer says (of ``predicate_asked``)."""
     predicate_asked: int
+    """The question's relation words (:func:`relation_words`)."""
     lead_predicate: int
-    """The question's relation words the answer's first sentence says."""
+    """Those the answer's first sentence says."""
     kind: str
     """The kind of answer asked for (:func:`answer_kind.asked_kind`)."""
     candidate: str
@@ -140,7 +139,6 @@ def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[
     cand = candidate(said, kind, q)
     return Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
-        predicate=len(relation_words(q) & extractive.terms(" ".join(said))),
         predicate_asked=len(relation_words(q)),
         lead_predicate=len(relation_words(q) & extractive.terms(said[0] if said else "")),
         kind=kind, candidate=cand, agree=agreeing(cand, cited, facts, passages),

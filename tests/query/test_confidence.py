@@ -48,7 +48,7 @@ def test_candidate_is_a_mention_of_the_asked_kind_the_question_lacks() -> None:
 
 
 def test_labels_follow_the_rules() -> None:
-    right = Signals(covered=3, names=2, names_asked=2, predicate=1, predicate_asked=1,
+    right = Signals(covered=3, names=2, names_asked=2, predicate_asked=1,
                     lead_predicate=1, kind="person", candidate="Margaret Ellison", agree=1)
     assert confidence.label(right) == "high"
     assert confidence.label(replace(right, agree=0)) == "medium"  # no other document says it
