@@ -27,7 +27,7 @@ MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "merma
 LAYOUT_JS = Path(__file__).resolve().with_name("diagram.js")
 SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
 FONT_PX = 16  # mermaid's label font size, set explicitly
-WRAP_PX = 200  # a label wider than this wraps onto more lines
+WRAP_PX = 150  # a label wider than this wraps onto more lines
 DIALOG_PX = 4000  # wider than any window: the dialog shrinks to the window's width
 ALT = "Diagram of the entities and facts"
 

@@ -67,7 +67,7 @@ def details_line(result: dict[str, Any]) -> str:
             + as_of)
 
 
-def render_answer(result: dict[str, Any], key: str, *, diagram: bool = True) -> None:
+def render_answer(result: dict[str, Any], *, diagram: bool = True, key: str = "answer") -> None:
     """Everything under an answer: diagram, sources, confidence, notes, then the retrieval
     details folded in an expander. ``key`` names the answer's widgets (the same on the run
     that answers and on the replays after it)."""
