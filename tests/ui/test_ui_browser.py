@@ -157,6 +157,7 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
             assert page.locator("img[src='x']").count() == 0
             page.wait_for_timeout(800)  # let the expander animation settle
             page.get_by_text("Sources (").click()
+            page.set_viewport_size({"width": 1280, "height": 1500})  # the whole answer
             page.wait_for_timeout(800)
             shot = (README_SCREENSHOT if os.environ.get("KRAG_UPDATE_SCREENSHOT") == "1"
                     else tmp_path / "screenshot-chat.png")
