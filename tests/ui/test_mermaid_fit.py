@@ -81,3 +81,18 @@ def test_layout_keeps_labels_legible_whatever_the_shape(requirements) -> None:  
             assert big["width"] > drawn["mixed"]["width"] * 1.1, (big, drawn["mixed"])
         finally:
             browser.close()
+
+
+def test_a_source_mermaid_cannot_parse_is_shown_as_text(requirements) -> None:  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    broken = 'graph LR\n    n1["unclosed'
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": COLUMN, "height": 600})
+            page.set_content(mermaid_html(broken))
+            expect(page.locator("pre.mermaid.failed")).to_have_text(broken, timeout=30_000)
+            assert page.locator("pre.mermaid svg").count() == 0
+        finally:
+            browser.close()

@@ -54,7 +54,7 @@
     svg.removeAttribute("style");
     svg.setAttribute("width", (best.d.w * best.s).toFixed(1));
     svg.setAttribute("height", (best.d.h * best.s).toFixed(1));
-    box.style.maxHeight = LIMITS.maxHeight + 24 + "px";
+    box.style.maxHeight = LIMITS.maxHeight + 24 + "px"; // room for a horizontal scroll bar
     document.body.dataset.scale = best.s.toFixed(3);
   }
 
@@ -63,13 +63,16 @@
     holder.style.cssText = "position:absolute;visibility:hidden;left:-99999px";
     document.body.appendChild(holder);
     const texts = variants(source);
-    for (let i = 0; i < texts.length; i++) {
-      const { svg } = await mermaid.render("krag-diagram-" + i, texts[i], holder);
-      holder.innerHTML = svg;
-      const view = holder.querySelector("svg").viewBox.baseVal;
-      drawings.push({ direction: i ? "TD" : "LR", svg, w: view.width, h: view.height });
+    try {
+      for (let i = 0; i < texts.length; i++) {
+        const { svg } = await mermaid.render("krag-diagram-" + i, texts[i], holder);
+        holder.innerHTML = svg;
+        const view = holder.querySelector("svg").viewBox.baseVal;
+        drawings.push({ direction: i ? "TD" : "LR", svg, w: view.width, h: view.height });
+      }
+    } finally {
+      holder.remove();
     }
-    holder.remove();
     place();
   }
 
