@@ -92,8 +92,8 @@ class KragQueryTool(BaseTool):
                 out = KnowledgeTools(self.scope).kag_query(
                     query, entities, include_relations, max_hops, limit, source_id, recipe,
                     max_rounds)
-        except RequestError as exc:
-            raise KragToolError(str(exc)) from None
+        except RequestError as exc:  # worded as MCP's tool error
+            raise KragToolError(f"Error executing tool {self.name}: {exc}") from None
         return tool_text(out), out
 
     async def _arun(self, *args: Any, **kwargs: Any) -> tuple[str, dict[str, Any]]:
