@@ -19,7 +19,6 @@ from graph_flows.services import passages as service
 from graph_flows.services.ask import check_rounds
 from graph_flows.services.errors import RequestError
 from graph_flows.shared.resources import Resources, use_resources
-from graph_flows.shared.scoped import whole_store_access
 from graph_flows.shared.settings import Settings
 
 METADATA = ("id", "document_id", "uri", "title", "source", "scope", "score", "rank",
@@ -74,7 +73,7 @@ class KragRetriever(BaseRetriever):
         self._handle = open_handle(self.settings, self.resources)
         try:
             res = self._handle.resources
-            with use_resources(res), whole_store_access():  # which scopes exist
+            with use_resources(res):
                 self.scope = service.check_scope_known(res.store,
                                                        self.scope or res.settings.scope)
         except BaseException:

@@ -22,7 +22,6 @@ from graph_flows.services.kag_args import (
 )
 from graph_flows.services.memory import KnowledgeTools
 from graph_flows.shared.resources import Resources, use_resources
-from graph_flows.shared.scoped import whole_store_access
 from graph_flows.shared.settings import Settings
 
 
@@ -66,7 +65,7 @@ class KragQueryTool(BaseTool):
         self._handle = open_handle(self.settings, self.resources)
         try:
             res = self._handle.resources
-            with use_resources(res), whole_store_access():  # which scopes exist
+            with use_resources(res):
                 self.scope = checks.check_scope_known(res.store,
                                                       self.scope or res.settings.scope)
         except BaseException:

@@ -80,7 +80,9 @@ def check_scope_name(scope: Any) -> str:
 
 def check_scope_known(store: Any, scope: str) -> str:
     """``scope`` when the store knows it (declared, holding documents or entities, or the
-    configured default scope): a typo is an error, not an empty result."""
+    configured default scope): a typo is an error, not an empty result. (The list is read
+    with whole-store access, by :func:`~graph_flows.services.scopes.scope_chains`; only
+    the answer leaves here, not other scopes' names.)"""
     known = scope_chains(store, get_resources().settings.scope)
     if scope not in known:
         raise RequestError(f"unknown scope {scope!r}: nothing is stored in it and it is not "
@@ -117,8 +119,9 @@ def ranked_passages(scope: str, query: str, k: int, *, recipe: str | None = None
         log.info("ranked_passages refused: %s", exc)
         raise RequestError(str(exc)) from None
     errors = list(final.get("errors", []))
-    if errors:
-        log.info("ranked_passages in %s: %s", scope, "; ".join(errors))
+    if errors:  # e.g. a store without chunk embeddings: recipe 'split', no passages
+        (log.info if ranked else log.warning)("ranked_passages in %s: %s", scope,
+                                              "; ".join(errors))
     passages = _linked(ranked[:k], final.get("entities", []), final.get("facts", []))
     return {"scope": scope, "query": final.get("query", query), "passages": passages,
             "rounds": list(final.get("rounds", [])), "errors": errors,

@@ -1,5 +1,5 @@
-"""The bundled sample corpus ingested once (no LLM) into a database of its own, for the
-retriever's and the tool's tests (they only read it)."""
+"""The bundled sample corpus ingested once per session (no LLM) into a database of its
+own, for the retriever's and the tool's tests (they only read it)."""
 
 from __future__ import annotations
 
@@ -33,9 +33,10 @@ def corpus_settings(**overrides: object) -> Settings:
     return Settings(_env_file=None, **(values | overrides))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def corpus_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
-    """A database holding the sample corpus in scope 'default' (dropped after the module)."""
+    """A database holding the sample corpus in scope 'default' and one document in scope
+    OTHER (dropped after the session; the tests only read it)."""
     name = f"krag_lc_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server_url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
@@ -59,7 +60,7 @@ def corpus_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def corpus(corpus_url: str) -> Iterator[Resources]:
     """Open resources on the corpus (no LLM), lent to retrievers and tools."""
     store = open_app_store(corpus_url)

@@ -12,16 +12,23 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from langchain_core.messages import AIMessage
 
 from graph_flows.integrations import KragRetriever
 from graph_flows.services.memory import KnowledgeTools
+from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.untrusted import MARKER
+from storage import KnowledgeStore
 from storage.access import Access, use_access
 from storage.embedded import cluster_dir, holds_embedded
 from storage.roles import prepare_embedded
+from tests.evidence_corpus import P2
+from tests.evidence_corpus import QUESTION as TWO_HOP
 from tests.integrations.conftest import OTHER, QUESTION, corpus_settings
+from tests.loop_corpus import ENOUGH, FOLLOW, seed_two_hop
 from tests.pg_fixtures import url_rows
+from tests.query_fixtures import analysis_message, scripted
 
 KEYS = {"id", "document_id", "uri", "title", "source", "scope", "score", "rank", "facts",
         "entities", "methods", "withheld"}
@@ -178,3 +185,27 @@ def test_embedded_postgres_started_for_a_retriever_is_released() -> None:
         time.sleep(0.2)
     assert not pid_file.exists()
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_max_rounds_bounds_the_query_loop_behind_the_documents(store: KnowledgeStore) -> None:
+    """The two-hop corpus (tests/loop_corpus.py) with a scripted model: the analysis, then
+    the planner's follow-up and its "enough". Two rounds (the planner asked once, after
+    round 1) reach the second hop's passage and add to round 1's; one round never asks."""
+    seed_two_hop(store)
+
+    def lent() -> Resources:
+        model = scripted(analysis_message(["Velmor Prize"]),
+                         *(AIMessage(content="", tool_calls=[{"name": "FollowUp", "id": f"c{i}",
+                                                              "args": reply}])
+                           for i, reply in enumerate((FOLLOW, ENOUGH))))
+        return Resources(settings=corpus_settings(), store=store,
+                         embeddings=MiniLMEmbeddings(), chat_override=model)
+
+    two = lent()
+    docs = KragRetriever(resources=two, max_rounds=2, k=100).invoke(TWO_HOP)
+    assert P2 in [d.metadata["uri"] for d in docs]
+    assert next(two.chat_override.messages).tool_calls[0]["args"] == ENOUGH  # left over
+    one = lent()
+    first = KragRetriever(resources=one, max_rounds=1, k=100).invoke(TWO_HOP)
+    assert next(one.chat_override.messages).tool_calls[0]["args"] == FOLLOW  # never asked
+    assert len(docs) > len(first)
