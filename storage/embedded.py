@@ -163,3 +163,8 @@ def stop_embedded(data_dir: Path) -> None:
     server = _servers.pop(pgdata, None)
     if server is not None:
         server.cleanup()
+
+
+def holds_embedded(data_dir: Path) -> bool:
+    """Whether this process holds a handle on the embedded cluster of ``data_dir``."""
+    return cluster_dir(data_dir) in _servers

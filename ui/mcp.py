@@ -10,8 +10,6 @@ including its ancestors':
   adds facts up to that many hops from the entities named (the query graph's walk; recipes
   ``split`` and ``rrf``, ``ppr`` follows the graph by PageRank); ``max_rounds`` bounds its
   retrieval loop and ``rounds`` says what each round searched, added and why it stopped;
-  ``confidence`` (label and reason) says how likely the context answers the question (the
-  label `krag ask` gives the no-LLM answer written from it);
 - ``recall``: facts matching a text (LIKE + vector), currently valid ones or as of a date;
 - ``remember``: store a caller's fact through the extraction validation
   (:func:`~graph_flows.indexing.extraction.validation.validate_extraction`) with MCP provenance;
@@ -32,7 +30,6 @@ line too (``max_hops must be 1..3, got 4.``, as the use cases word it), not pyda
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
 import logging
 import sys
@@ -44,10 +41,15 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, Field, ValidationError
 
-from graph_flows.services.ask import MAX_HOPS, MAX_LIMIT, MAX_ROUNDS
 from graph_flows.services.errors import RequestError
+from graph_flows.services.kag_args import (
+    KAG_QUERY_DESCRIPTION,
+    KagQueryArgs,
+    argument_error,
+)
 from graph_flows.services.memory import MAX_RECALL, KnowledgeTools
 from graph_flows.services.tokens import has_active_tokens
 from graph_flows.shared.resources import get_resources
@@ -56,7 +58,6 @@ from ui import mcp_auth
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 DISTRIBUTION = "knowledge-rag-flow"
-_RANGE_ERRORS = {"greater_than_equal", "less_than_equal", "greater_than", "less_than"}
 
 
 def package_version() -> str:
@@ -65,33 +66,6 @@ def package_version() -> str:
         return metadata.version(DISTRIBUTION)
     except metadata.PackageNotFoundError:
         return "0+unknown"
-
-
-def argument_error(tool: str, exc: ValidationError, schema: dict[str, Any]) -> str:
-    """One line saying which arguments of ``tool`` to change (unknown, missing, out of range
-    or of the wrong type), named as in ``schema``."""
-    props: dict[str, Any] = schema.get("properties", {})
-    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]]
-    parts = []
-    for err in errors:
-        name = ".".join(str(p) for p in err["loc"]) or "arguments"
-        kind, got = err["type"], err.get("input")
-        bounds = props.get(name, {})
-        if kind == "extra_forbidden":  # a missing name it resembles, else any close name
-            near = (difflib.get_close_matches(name, missing, n=1, cutoff=0.3)
-                    or difflib.get_close_matches(name, list(props), n=1))
-            hint = f"did you mean {near[0]!r}? " if near else ""
-            parts.append(f"unknown argument {name[:40]!r}; {hint}{tool} takes "
-                         f"{', '.join(props)}")
-        elif kind == "missing":
-            parts.append(f"missing argument {name!r}")
-        elif kind in _RANGE_ERRORS and {"minimum", "maximum"} <= set(bounds):
-            parts.append(f"{name} must be {bounds['minimum']}..{bounds['maximum']}, "
-                         f"got {str(got)[:40]}")
-        else:
-            parts.append(f"{name}: {err['msg']}, got {str(got)[:40]!r}")
-    return f"Error executing tool {tool}: " + "; ".join(parts) + "."
 
 
 def _strict(tool: Tool) -> Tool:
@@ -103,6 +77,18 @@ def _strict(tool: Tool) -> Tool:
 
     tool.fn_metadata.arg_model = Strict
     tool.parameters = Strict.model_json_schema(by_alias=True)
+    return tool
+
+
+def _shared_args(tool: Tool, args: type[KagQueryArgs]) -> Tool:
+    """``tool`` whose arguments are checked against, and published as, the service's model
+    ``args`` (unknown names refused there); its fields are the function's parameters."""
+
+    class Shared(args, ArgModelBase):  # type: ignore[valid-type,misc]
+        model_config = ConfigDict(extra="forbid", title=args.model_config.get("title"))
+
+    tool.fn_metadata.arg_model = Shared
+    tool.parameters = Shared.model_json_schema(by_alias=True)
     return tool
 
 
@@ -182,45 +168,16 @@ def build_server(scope: str | None = None, **auth: Any) -> MCPServer:
             return fn
         return register
 
-    @tool(description=(
-        "Query the knowledge graph for entities and their relationships. Use this for "
-        "questions about concepts, people, organizations, or how things relate to each other "
-        "in the indexed documents. Returns entities, relations (facts with subject, predicate, "
-        "object, dates and sources), a formatted context for an LLM, counts, the "
-        "retrieval rounds (what each searched, who asked, what it added, why the loop "
-        "stopped), and a confidence label (high, medium, low, none) with its reason: how "
-        "likely the context answers the question."))
-    def kag_query(
-        query: Annotated[str, Field(description="Natural language question or search terms")],
-        entities: Annotated[list[str] | None, Field(
-            description="Optional: specific entity names to search for (anchors the search; "
-                        "at most 50)")] = None,
-        include_relations: Annotated[bool, Field(
-            description="Include relationships between entities")] = True,
-        max_hops: Annotated[int, Field(
-            ge=1, le=MAX_HOPS,
-            description="Maximum relationship hops for graph traversal (1..3; recipes split "
-                        "and rrf, ppr follows the graph by PageRank)")] = 1,
-        limit: Annotated[int, Field(
-            ge=1, le=MAX_LIMIT,
-            description="Maximum number of entities (and of relations) to return (1..100)")]
-        = 20,
-        source_id: Annotated[str | None, Field(
-            description="Optional: limit search to specific KB source (as `krag status` "
-                        "lists it)")] = None,
-        recipe: Annotated[str | None, Field(
-            description="Optional retrieval recipe (split, rrf or ppr); 'ppr' also returns "
-                        "ranked source passages. Default: the server's")] = None,
-        max_rounds: Annotated[int | None, Field(
-            description=f"Optional: retrieval rounds (1..{MAX_ROUNDS}): after each round the "
-                        "evidence is assessed and, when short, a follow-up sub-question is "
-                        "searched (recipe ppr, with the server's LLM as the planner; without "
-                        "one a single round runs). 1 turns the loop off. Default: the "
-                        "server's KRAG_MAX_ROUNDS",
-            json_schema_extra={"minimum": 1, "maximum": MAX_ROUNDS})] = None,
-    ) -> dict[str, Any]:
+    # kag_query's description and arguments are the service's (graph_flows.services.kag_args),
+    # shared with the LangChain tool: the function's signature only names them
+    def kag_query(query: str, entities: list[str] | None = None, include_relations: bool = True,
+                  max_hops: int = 1, limit: int = 20, source_id: str | None = None,
+                  recipe: str | None = None, max_rounds: int | None = None) -> dict[str, Any]:
         return kag(query, entities, include_relations, max_hops, limit, source_id, recipe,
                    max_rounds)
+
+    registered.append(_shared_args(Tool.from_function(
+        kag_query, description=KAG_QUERY_DESCRIPTION), KagQueryArgs))
 
     @tool(description=(
         "Search stored facts by text and meaning. Returns only facts valid now, or valid at "

@@ -50,10 +50,11 @@ class QueryContext:
     planner_model: str | None = field(default=None, metadata={
         "description": "Model that assesses the evidence and plans follow-up rounds "
                        "(default: the analysis model). 'none' = no planner."})
-    no_llm_follow_up: bool = field(default=False, metadata={
+    no_llm_follow_up: bool = field(default=True, metadata={
         "description": "Without a planner model, run a follow-up round when part of the "
                        "question is not covered by the top passages and a bridge entity "
-                       "leads on (off by default: docs/BENCHMARKS.md, issue 24)."})
+                       "leads on; it brings in its best new document only (measured in "
+                       "docs/BENCHMARKS.md, issue 24). False: one round without a planner."})
     generate_answer: bool = field(default=True, metadata={
         "description": "Run the answer step. False ends the run after build_context: the "
                        "retrieved entities and facts with their context sections, no answer "

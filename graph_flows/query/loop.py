@@ -13,6 +13,13 @@ Merging keeps round 1's head: the passages of the first ``head`` documents (and 
 follow-up's items and the earlier evidence's rest alternate, the follow-up's first (it was
 asked because the evidence was short), duplicates dropped. A merged list never loses an
 item the earlier list ranked within its limit, unless the limit itself cuts it.
+
+An unplanned (no-LLM) follow-up is a guess (:func:`merge_guess`), so it may bring in only
+its best new document (:data:`RULES_NEW`): the passages of the first document it ranked
+that the evidence does not hold, in the place of the evidence's last document, and the facts
+those passages are sources of, with their ends, after the evidence's own. A guess then
+costs round 1 at most its last place in the passage ranking, and a follow-up query built for
+one missing hop finds that hop, when it finds it, at its top.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ T = TypeVar("T")
 MAX_ROUNDS = 4
 LLM_HEAD = 2  # round 1's passages (facts, entities) a planned follow-up never displaces
 RULES_HEAD = 5  # ... and an unplanned (no-LLM) one: it only fills the tail
+RULES_NEW = 1  # documents an unplanned follow-up may bring in: its best new one
 
 # stop reasons (the text users see in `rounds`)
 SUFFICIENT = "the planner found the evidence sufficient"
@@ -113,8 +121,8 @@ def _same(item: Any) -> Hashable:
 
 def merge_evidence(state: dict[str, Any], found: dict[str, Any], head: int, *,
                    entity_limit: int, fact_limit: int) -> tuple[dict[str, Any], dict[str, int]]:
-    """The state keys after merging a follow-up round's retrieval ``found`` (the keys
-    ``entities``, ``facts``, ``passages``, ``search_metrics``) into the evidence so far,
+    """The state keys after merging a planned follow-up round's retrieval ``found`` (the
+    keys ``entities``, ``facts``, ``passages``, ``search_metrics``) into the evidence so far,
     and the counts of what it added."""
     old_p, new_p = state.get("passages") or [], found.get("passages") or []
     old_f, new_f = state.get("facts") or [], found.get("facts") or []
@@ -137,12 +145,76 @@ def merge_evidence(state: dict[str, Any], found: dict[str, Any], head: int, *,
             "search_metrics": metrics}, added
 
 
+def merge_guess(state: dict[str, Any], found: dict[str, Any],
+                ) -> tuple[dict[str, Any], dict[str, int]]:
+    """:func:`merge_evidence` for an unplanned (no-LLM) follow-up: only its best new
+    document comes in (:func:`admit`, :data:`RULES_NEW`), in the place of the evidence's
+    last document (which moves after it, never into round 1's first :data:`RULES_HEAD`
+    documents); its facts and their ends' rows are added after the evidence's own."""
+    old_p = state.get("passages") or []
+    found = admit(found, {_source(p) for p in old_p}, RULES_NEW)
+    new_p = found.get("passages") or []
+    at = max(source_head(old_p, RULES_HEAD), _last_source(old_p))
+    passages = [*old_p[:at], *new_p, *old_p[at:]]
+    old_f = state.get("facts") or []
+    known_f = {f["id"] for f in old_f}
+    facts = [*old_f, *(f for f in found.get("facts") or [] if f["id"] not in known_f)]
+    entities = _append_entities(state.get("entities") or [], found.get("entities") or [])
+    metrics = dict(state.get("search_metrics") or {})
+    old_rank = (metrics.get("ppr") or {}).get("ranked") or []
+    if old_rank:  # the same move in the ranking (round 1's passages in order)
+        moved = old_p[at]["id"] if at < len(old_p) else None
+        cut = old_rank.index(moved) if moved in old_rank else len(old_rank)
+        metrics["ppr"] = {**metrics["ppr"], "ranked": [
+            *old_rank[:cut], *(p["id"] for p in new_p), *old_rank[cut:]]}
+    added = {"passages": len(new_p), "facts": _added(old_f, facts),
+             "entities": _added(state.get("entities") or [], entities)}
+    return {"passages": passages, "facts": facts, "entities": entities,
+            "search_metrics": metrics}, added
+
+
+def _last_source(passages: Sequence[dict[str, Any]]) -> int:
+    """Where the passages of the last document begin (len for none)."""
+    if not passages:
+        return 0
+    last = _source(passages[-1])
+    return next(n for n, p in enumerate(passages) if _source(p) == last)
+
+
+def _source(passage: dict[str, Any]) -> Hashable:
+    return passage.get("document_id") or passage.get("uri") or passage["id"]
+
+
+def admit(found: dict[str, Any], known: set[Hashable], sources: int) -> dict[str, Any]:
+    """``found`` cut to the passages of its first ``sources`` documents not in ``known``
+    (its ranking likewise), the facts with a source among those documents and the entities
+    at those facts' ends."""
+    passages: list[dict[str, Any]] = []
+    chosen: set[Hashable] = set()
+    for p in found.get("passages") or []:
+        doc = _source(p)
+        if doc not in known and (doc in chosen or len(chosen) < sources):
+            chosen.add(doc)
+            passages.append(p)
+    ids = {p["id"] for p in passages}
+    uris = {p.get("uri") for p in passages}
+    facts = [f for f in found.get("facts") or []
+             if any(s.get("uri") in uris for s in f.get("sources") or [])]
+    ends = {f[k] for f in facts for k in ("subject_id", "object_id")}
+    metrics = dict(found.get("search_metrics") or {})
+    ranked = (metrics.get("ppr") or {}).get("ranked")
+    if ranked is not None:
+        metrics["ppr"] = {**metrics["ppr"], "ranked": [c for c in ranked if c in ids]}
+    return {**found, "passages": passages, "facts": facts, "search_metrics": metrics,
+            "entities": [e for e in found.get("entities") or [] if e["id"] in ends]}
+
+
 def source_head(passages: Sequence[dict[str, Any]], head: int) -> int:
     """How many leading passages hold the first ``head`` distinct documents (a document
     split into several chunks counts once)."""
     seen: set[Any] = set()
     for n, p in enumerate(passages):
-        doc = p.get("document_id") or p.get("uri") or p["id"]
+        doc = _source(p)
         if doc not in seen:
             if len(seen) == head:
                 return n
@@ -155,15 +227,28 @@ def _added(old: Sequence[dict[str, Any]], merged: Sequence[dict[str, Any]]) -> i
     return sum(1 for r in merged if r["id"] not in known)
 
 
+def _main(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("methods") != ["endpoint"]]
+
+
+def _append_entities(old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]],
+                     ) -> list[dict[str, Any]]:
+    """Every entity row of the evidence so far, then the new ones (retrieved rows before
+    endpoint rows, as in both lists): what an admitted document's facts name is added,
+    nothing the earlier rounds found is dropped."""
+    known = {r["id"] for r in old}
+    extra = [r for r in new if r["id"] not in known]
+    ends = [r for r in old if r.get("methods") == ["endpoint"]]
+    return [*_main(old), *_main(extra), *ends,
+            *(r for r in extra if r.get("methods") == ["endpoint"])]
+
+
 def _merge_entities(old: Sequence[dict[str, Any]], new: Sequence[dict[str, Any]],
                     facts: Sequence[dict[str, Any]], head: int, limit: int,
                     ) -> list[dict[str, Any]]:
     """Retrieved entities interleaved (round 1's head kept) up to ``limit``, then the rows
     of the kept facts' ends that are not among them (endpoint rows stay last)."""
-    def main(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [r for r in rows if r.get("methods") != ["endpoint"]]
-
-    kept = interleave(main(old), main(new), _by_id, head, limit)
+    kept = interleave(_main(old), _main(new), _by_id, head, limit)
     shown = {r["id"] for r in kept}
     ends = {f[k] for f in facts for k in ("subject_id", "object_id")}
     rows = {r["id"]: r for r in [*new, *old] if r["id"] in ends and r["id"] not in shown}

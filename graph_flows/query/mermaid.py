@@ -4,8 +4,11 @@ question's entities, safe against hostile names.
 What is drawn, in this order, while it fits ``max_nodes``: the facts the answer cites; the
 shortest paths (over the retrieved facts, best-ranked edges first) between the entities the
 question names and the cited facts' ends; then the best-ranked facts that touch what is
-drawn, so the diagram stays connected instead of showing unrelated pairs. One real entity
-is one node: ends are merged by entity id and by normalised name. An edge carries the fact's
+drawn, so the diagram stays connected instead of showing unrelated pairs. One entity is
+one node: nodes are keyed by entity id, never by name, so two entities that share a name
+stay two nodes (labelled with their types when those tell them apart) and an entity named
+differently in two facts stays one (merging a real thing's aliases into one entity is
+resolution's job, at ingest). An edge carries the fact's
 own predicate text (``predicate_text``, else its relation type); a fact with only the
 generic ``relates_to`` is a plain line. With no fact at all, the top entities are drawn.
 The entities the question names and the cited edges are highlighted.
@@ -46,7 +49,7 @@ def escape_label(text: str, max_len: int = MAX_LABEL) -> str:
 
 
 def node_key(name: str) -> str:
-    """What makes two names one node: case, punctuation and spacing folded."""
+    """A name with case, punctuation and spacing folded (to tell alike names apart)."""
     return " ".join(_NOT_WORD.sub(" ", str(name).casefold()).split()) or str(name)
 
 
@@ -91,21 +94,35 @@ class _Drawing:
 
 def _graph(entities: Sequence[dict[str, Any]], facts: Sequence[dict[str, Any]],
            ) -> tuple[dict[str, str], dict[str, str], list[tuple[str, str, dict[str, Any]]]]:
-    """(entity id -> node key, node key -> display name, edges (key, key, fact) in rank
-    order, self-loops of merged nodes dropped)."""
-    key_of: dict[str, str] = {}
+    """(entity id -> type, entity id -> display name, edges (id, id, fact) in rank order,
+    self-loops dropped). The first name seen for an id (the entity's own) is shown."""
+    types: dict[str, str] = {}
     names: dict[str, str] = {}
-    pairs = [(e.get("id"), e.get("name")) for e in entities]
-    pairs += [(f.get(f"{end}_id"), f.get(end)) for f in facts for end in ("subject", "object")]
-    for eid, name in pairs:
-        if eid is None or eid in key_of:
+    pairs = [(e.get("id"), e.get("name"), e.get("type")) for e in entities]
+    pairs += [(f.get(f"{end}_id"), f.get(end), None)
+              for f in facts for end in ("subject", "object")]
+    for eid, name, kind in pairs:
+        if eid is None:
             continue
-        key = node_key(name if name is not None else "?")
-        key_of[eid] = key
-        names.setdefault(key, str(name if name is not None else "?"))
-    edges = [(key_of[f["subject_id"]], key_of[f["object_id"]], f) for f in facts
-             if key_of[f["subject_id"]] != key_of[f["object_id"]]]
-    return key_of, names, edges
+        names.setdefault(eid, str(name if name is not None else "?"))
+        if kind and eid not in types:
+            types[eid] = str(kind)
+    edges = [(f["subject_id"], f["object_id"], f) for f in facts
+             if f["subject_id"] != f["object_id"]]
+    return types, names, edges
+
+
+def _labels(drawn: dict[str, str], types: dict[str, str]) -> dict[str, str]:
+    """Display text per drawn node: the name, plus the type where another drawn node has
+    the same name (case, punctuation and spacing folded) and the types differ."""
+    spelled: dict[str, list[str]] = {}
+    for key, name in drawn.items():
+        spelled.setdefault(node_key(name), []).append(key)
+    labels = dict(drawn)
+    for keys in spelled.values():
+        if len(keys) > 1 and len({types.get(k) for k in keys}) > 1:
+            labels.update({k: f"{drawn[k]} ({types[k]})" for k in keys if types.get(k)})
+    return labels
 
 
 def _shortest(edges: Sequence[tuple[str, str, dict[str, Any]]], start: str, goal: str,
@@ -149,7 +166,7 @@ def build_mermaid(
     the ``question`` names, and the best-ranked facts connected to them."""
     if max_nodes < 1:
         raise ValueError("max_nodes must be at least 1")
-    key_of, names, edges = _graph(entities, facts)
+    types, names, edges = _graph(entities, facts)
     drawing = _Drawing(max_nodes)
     cited_ids = frozenset(cited)
     for edge in (e for e in edges if e[2].get("id") in cited_ids):
@@ -164,9 +181,9 @@ def build_mermaid(
         drawing.add_node(key, names[key])
     _grow(drawing, edges, names, cited_ids)
     for e in entities:
-        if drawing.edges or not drawing.add_node(key_of[e["id"]], names[key_of[e["id"]]]):
+        if drawing.edges or not drawing.add_node(e["id"], names[e["id"]]):
             break
-    return _render(drawing, set(asked))
+    return _render(drawing, set(asked), _labels(drawing.names, types))
 
 
 def _grow(drawing: _Drawing, edges: Sequence[tuple[str, str, dict[str, Any]]],
@@ -186,10 +203,10 @@ def _grow(drawing: _Drawing, edges: Sequence[tuple[str, str, dict[str, Any]]],
                     break
 
 
-def _render(drawing: _Drawing, asked: set[str]) -> str:
+def _render(drawing: _Drawing, asked: set[str], labels: dict[str, str]) -> str:
     ids = {key: f"n{i}" for i, key in enumerate(drawing.names, start=1)}
     lines = ["graph LR"]
-    lines += [f'    {ids[k]}["{escape_label(name)}"]' for k, name in drawing.names.items()]
+    lines += [f'    {ids[k]}["{escape_label(labels[k])}"]' for k in drawing.names]
     for a, label, b in drawing.edges:
         lines.append(f'    {ids[a]} -->|"{escape_label(label, 30)}"| {ids[b]}' if label
                      else f"    {ids[a]} --- {ids[b]}")

@@ -139,9 +139,10 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
     analysis = analyze.heuristic_analysis(follow["query"], [follow["bridge"]]
                                           if follow.get("bridge") else [])
     found = _search(ctx, state, follow["query"], analysis)
-    head = loop.LLM_HEAD if follow.get("by") == "llm" else loop.RULES_HEAD
-    merged, added = loop.merge_evidence(state, found, head, entity_limit=ctx.entity_limit,
-                                        fact_limit=ctx.fact_limit)
+    merged, added = loop.merge_evidence(
+        state, found, loop.LLM_HEAD, entity_limit=ctx.entity_limit,
+        fact_limit=ctx.fact_limit) if follow.get("by") == "llm" else loop.merge_guess(
+        state, found)
     if merged["passages"]:
         merged["search_metrics"]["withheld"] = withheld_counts(merged["passages"])
     record = loop.new_round(len(rounds) + 1, follow["query"], follow.get("why", ""),

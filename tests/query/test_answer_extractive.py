@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from graph_flows.query import answer, extractive
 from graph_flows.query.mermaid import build_mermaid, node_key
 from tests.query.test_query_graph import assert_valid_mermaid
@@ -77,13 +79,13 @@ def test_nothing_relevant_answer_says_so() -> None:
 # --- the diagram -------------------------------------------------------------------------
 def _chain_with_decoys() -> tuple[list[dict], list[dict]]:
     """Decoy pairs rank first; the path Quillpoint -> Brightmoor -> Samuel Reyes ranks last;
-    "brightmoor" and "BRIGHTMOOR-2" are two ids of one entity spelled alike."""
+    one fact spells the entity "brightmoor" as "brightmoor!"."""
     facts = [_fact(f"d{i}", f"Decoy {i}", f"Other {i}", f"Decoy {i} met Other {i}.")
              for i in range(8)]
     facts += [_fact("a", "Quillpoint", "Brightmoor", "Quillpoint was acquired by Brightmoor.",
                     predicate_text="was acquired by"),
               {**_fact("b", "Samuel Reyes", "brightmoor!", "Samuel Reyes founded Brightmoor.",
-                       predicate="founded"), "object_id": "brightmoor-2"}]
+                       predicate="founded"), "object_id": "brightmoor"}]
     entities = [{"id": f["subject_id"], "name": f["subject"]} for f in facts]
     return entities, facts
 
@@ -99,6 +101,31 @@ def test_diagram_draws_the_path_between_the_question_entities() -> None:
     assert "linkStyle 0 " in diagram  # the cited fact is drawn first and marked
     assert "class n3 asked" in diagram  # Quillpoint, the entity the question names
     assert node_key("Brightmoor!") == node_key(" brightmoor ") == "brightmoor"
+
+
+def test_diagram_keys_nodes_by_entity_id_not_by_name() -> None:
+    """Two entities sharing a name are two nodes, told apart by their types; one entity
+    named two ways in two facts is one node, under its own name."""
+    entities = [{"id": "p1", "name": "Codd", "type": "person"},
+                {"id": "o1", "name": "CODD", "type": "organization"},
+                {"id": "x1", "name": "Codd", "type": "person"},
+                {"id": "m1", "name": "Relational model", "type": "concept"}]
+    facts = [{**_fact("f1", "Codd", "Relational model", "Codd proposed it."),
+              "subject_id": "p1", "object_id": "m1"},
+             {**_fact("f2", "CODD", "Relational model", "CODD sells it."),
+              "subject_id": "o1", "object_id": "m1"},
+             {**_fact("f3", "Edgar F. Codd", "the relational model", "He defined it."),
+              "subject_id": "p1", "object_id": "m1", "predicate_text": "defined"},
+             {**_fact("f4", "Codd", "Relational model", "Another Codd used it."),
+              "subject_id": "x1", "object_id": "m1"}]
+    diagram = build_mermaid(entities, facts, max_nodes=10)
+    assert_valid_mermaid(diagram)
+    nodes = re.findall(r'^    (n\d+)\["(.*)"\]$', diagram, re.M)
+    assert [label for _, label in nodes] == [
+        "Codd (person)", "Relational model", "CODD (organization)", "Codd (person)"]
+    assert "Edgar F. Codd" not in diagram and "the relational model" not in diagram
+    assert '    n1 -->|"defined"| n2' in diagram and "n3 --- n2" in diagram
+    assert "n4 --- n2" in diagram
 
 
 def test_diagram_without_question_grows_connected_from_the_best_fact() -> None:

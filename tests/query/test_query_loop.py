@@ -212,17 +212,16 @@ def test_a_reply_past_the_deadline_ends_the_loop(res: Resources) -> None:
     assert out["rounds"][0]["calls"] == 1
 
 
-def test_without_a_model_the_loop_stops_unless_the_rules_follow_up_is_on(
-        res: Resources) -> None:
-    out = query_flow.invoke({"query": QUESTION})
-    assert [r["stop"] for r in out["rounds"]] == [loop.NO_PLANNER]
-    assert out["answer_mode"] == "extractive"
-    on = query_flow.invoke({"query": QUESTION}, context={"no_llm_follow_up": True,
-                                                         "max_rounds": 3})
+def test_without_a_model_the_rules_decide_unless_turned_off(res: Resources) -> None:
+    on = query_flow.invoke({"query": QUESTION}, context={"max_rounds": 3})
     rounds = on["rounds"]
-    assert rounds[-1]["stop"] is not None
+    assert on["answer_mode"] == "extractive" and rounds[-1]["stop"] is not None
+    assert loop.NO_PLANNER not in [r["stop"] for r in rounds]  # the default: rules decide
     for r in rounds[1:]:
         assert r["by"] == "rules" and r["bridge"] and r["query"].startswith(r["bridge"])
+        assert sum(r["added"].values()) > 0
+    off = query_flow.invoke({"query": QUESTION}, context={"no_llm_follow_up": False})
+    assert [r["stop"] for r in off["rounds"]] == [loop.NO_PLANNER]
 
 
 def test_a_recipe_without_passages_runs_one_round_with_a_notice(res: Resources) -> None:
@@ -260,6 +259,42 @@ def test_merge_keeps_the_head_and_alternates_the_rest() -> None:
     assert loop.interleave([1, 2], [], lambda x: x, 2, limit=1) == [1]
     assert loop.check_sub_question("Who founded Y?", "Y", ["Who founded X?"]) is None
     assert loop.check_sub_question("who FOUNDED x ?", "", ["Who founded X?"]) == loop.REPEATED
+
+
+def test_a_rules_follow_up_brings_in_its_best_new_document_only() -> None:
+    def passage(chunk: str, doc: str) -> dict[str, Any]:
+        return {"id": chunk, "document_id": doc, "uri": doc}
+
+    old = [passage(f"c{i}", f"d{i}") for i in range(1, 8)] + [passage("c7b", "d7")]
+    state = {"passages": old, "facts": [{"id": "f1", "subject_id": "e0", "object_id": "e7"}],
+             "entities": [{"id": "e0", "methods": ["like"]},
+                          {"id": "e7", "methods": ["endpoint"]}],
+             "search_metrics": {"ppr": {"ranked": [p["id"] for p in old]}}}
+    # the follow-up ranked d2 and d6 (held already), then d9 (two chunks), then d8
+    found = {"passages": [passage("c2", "d2"), passage("c6", "d6"), passage("c9a", "d9"),
+                          passage("c9b", "d9"), passage("c8", "d8")],
+             "facts": [{"id": "f9", "subject_id": "e1", "object_id": "e2",
+                        "sources": [{"uri": "d9"}]},
+                       {"id": "f8", "subject_id": "e3", "object_id": "e4",
+                        "sources": [{"uri": "d8"}]}],
+             "entities": [{"id": "e1"}, {"id": "e3"}, {"id": "e5"}],
+             "search_metrics": {"ppr": {"ranked": ["c2", "c6", "c9a", "c9b", "c8"]}}}
+    merged, added = loop.merge_guess(state, found)
+    # d9 takes the last document's place (d7, both its chunks move after it)
+    order = ["c1", "c2", "c3", "c4", "c5", "c6", "c9a", "c9b", "c7", "c7b"]
+    assert [p["id"] for p in merged["passages"]] == order
+    assert merged["search_metrics"]["ppr"]["ranked"] == order
+    assert [f["id"] for f in merged["facts"]] == ["f1", "f9"]  # after round 1's
+    # round 1's rows all stay; the end of f9 it had a row for joins them
+    assert [e["id"] for e in merged["entities"]] == ["e0", "e1", "e7"]
+    assert added == {"passages": 2, "facts": 1, "entities": 1}
+    # never into round 1's first five documents (here d6 is new: it comes after them)
+    short = {**state, "passages": old[:3], "search_metrics": {}}
+    merged, _ = loop.merge_guess(short, found)
+    assert [p["id"] for p in merged["passages"]] == ["c1", "c2", "c3", "c6"]
+    # nothing new: nothing added
+    held = {**found, "passages": found["passages"][:2]}
+    assert loop.merge_guess(state, held)[1] == {"passages": 0, "facts": 0, "entities": 0}
 
 
 def test_the_head_counts_documents_not_chunks() -> None:

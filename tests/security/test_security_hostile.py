@@ -20,7 +20,7 @@ from graph_flows.shared.settings import Settings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from tests.query.test_query_graph import assert_valid_mermaid
 from ui.web.backend import md_escape
-from ui.web.components import mermaid_html
+from ui.web.diagram import mermaid_html
 
 HOSTILE = [
     "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "javascript:alert(1)",

@@ -196,18 +196,19 @@ def test_replayed_planner_runs_follow_ups_and_counts_calls(
     assert plan["calls_per_question"] == plan["calls"] / 2 and plan["tokens_per_question"] > 0
     assert plan["stops"][loop.PLANNER_FAILED.format(error="UnprocessableEntityError")] == 1
 
-    code, out, err = run_cli(capsys, *args)  # no planner: one round, nothing sent
+    code, out, err = run_cli(capsys, *args, "--no-follow-up")  # one round, nothing sent
     assert code == 0, err
     none = json.loads(out)["planner"]
     assert none | {"max_rounds": 2} == none  # the product's default
     assert (none["mode"], none["calls"], none["rounds"]) == ("none", 0, {"1": 2})
     assert none["stops"] == {loop.NO_PLANNER: 2} and "server" not in none
+    assert not none["no_llm_follow_up"]
 
-    code, out, err = run_cli(capsys, *args, "--no-llm-follow-up")
+    code, out, err = run_cli(capsys, *args)  # the default: the no-LLM assessment decides
     assert code == 0, err
     rules = json.loads(out)["planner"]
     assert rules["no_llm_follow_up"] and rules["calls"] == 0
-    assert loop.NO_PLANNER not in rules["stops"]  # the no-LLM assessment decided
+    assert loop.NO_PLANNER not in rules["stops"]
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [

@@ -1,18 +1,25 @@
-"""The diagram frame sizes to its drawing: rendered by the real mermaid.js in headless
-Chromium at the width of Streamlit's main column and the height ``diagram_height`` gives,
-the drawing is never clipped, fills a fair share of its frame and stays readable (no fixed
-620 px frame cutting a taller drawing, no tall empty frame around two nodes, no 20-node
-chain shrunk to a line)."""
+"""The diagram's layout (ui/web/diagram.js) rendered by the real mermaid.js in headless
+Chromium in a frame as wide as the chat column at a 1400 px window (884 px): whatever the
+graph's shape, every label stays at least 12 px high; a two-node diagram is drawn at
+``max_scale``, centred, not blown up; a 20-node chain and a 19-leaf star are laid out in the
+direction that needs no horizontal scrolling; a graph wide in both directions scrolls
+sideways rather than shrinking; the frame is never taller than ``max_height`` (plus the
+scroll bar), and the enlarged view draws the same graph larger."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
 from graph_flows.query.mermaid import build_mermaid
+from tests.ui.test_diagram_browser import MEASURE, MIN_LABEL_PX
 from tests.ui.test_ui_browser import CHROME_ARGS, CHROMIUM, requirements  # noqa: F401
-from ui.web.components import COLUMN_PX, FRAME_PX, diagram_frame, mermaid_html
+from ui.web.diagram import ENLARGED, INLINE, mermaid_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+COLUMN = 884  # the chat column's width at a 1400 px window (tests/ui/test_diagram_browser)
 
 
 def _fact(i: int, a: str, b: str, predicate: str = "relates_to") -> dict:
@@ -27,33 +34,65 @@ def _diagrams() -> dict[str, str]:
     pair = [_fact(0, "Ada Lovelace", "Charles Babbage", "worked with")]
     mixed = star[:8] + [_fact(20 + i, f"Subsidiary number {i}", f"Brand {i}", "sells")
                         for i in range(8)]
+    both = star[:9] + [_fact(30 + i, f"Depot {i}" if i else "Harrowgate Foods",
+                             f"Depot {i + 1}", "ships to") for i in range(10)]
     return {name: build_mermaid([], facts, max_nodes=20) for name, facts in
-            {"chain": chain, "star": star, "pair": pair, "mixed": mixed}.items()}
+            {"chain": chain, "star": star, "pair": pair, "mixed": mixed,
+             "both": both}.items()}
 
 
-def test_drawing_fits_its_frame(requirements) -> None:  # noqa: F811
+def _draw(browser: Any, width: int, source: str, fit: Any = INLINE) -> dict[str, Any]:
+    """The measures of ``source`` drawn in a fresh page ``width`` px wide (a fresh document,
+    as each Streamlit frame is)."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.set_content(mermaid_html(source, fit))
+    svg = page.locator("pre.mermaid > svg")
+    svg.locator("g.node").first.wait_for(timeout=30_000)
+    page.wait_for_function("document.body.dataset.scale")
+    m = svg.evaluate(MEASURE)
+    m["frame"] = page.evaluate("document.body.getBoundingClientRect().height")
+    m["direction"] = page.evaluate("document.querySelector('pre.mermaid').dataset.shown")
+    page.close()
+    return m
+
+
+def test_layout_keeps_labels_legible_whatever_the_shape(requirements) -> None:  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
         try:
-            page = browser.new_page()
-            for name, source in _diagrams().items():
-                diagram, height = diagram_frame(source)
-                assert FRAME_PX[0] <= height <= FRAME_PX[1]
-                page.set_viewport_size({"width": COLUMN_PX, "height": height})
-                page.set_content(mermaid_html(diagram))
-                page.locator("pre.mermaid > svg g.node").first.wait_for(timeout=30_000)
-                box = page.evaluate("""() => {
-                    const r = document.querySelector('pre.mermaid > svg > g')
-                        .getBoundingClientRect();
-                    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right};
-                }""")
-                assert box["top"] >= -1 and box["left"] >= -1, (name, box)
-                assert box["bottom"] <= height + 1 and box["right"] <= COLUMN_PX + 1, \
-                    (name, height, box)
-                drawn = box["bottom"] - box["top"]
-                assert drawn >= 0.4 * height or height == FRAME_PX[0], (name, height, box)
-                assert drawn >= 40, (name, height, box)  # readable, not shrunk to a line
+            drawn = {name: _draw(browser, COLUMN, source)
+                     for name, source in _diagrams().items()}
+            for name, m in drawn.items():
+                for label in m["labels"]:
+                    assert label["font"] >= MIN_LABEL_PX, (name, label)
+                    assert min(label["rows"]) >= MIN_LABEL_PX, (name, label)
+                assert m["frame"] <= INLINE.max_height + 24 + 20, (name, m["frame"])
+                assert m["width"] <= COLUMN + 1 or m["scrolls"], (name, m["width"])
+            assert abs(drawn["pair"]["scale"] - INLINE.max_scale) < 0.01, drawn["pair"]
+            assert drawn["pair"]["width"] < COLUMN - 50  # capped, not blown up to the column
+            assert drawn["chain"]["direction"] == "TD", drawn["chain"]["direction"]
+            for name in ("chain", "star", "mixed", "pair"):
+                assert not drawn[name]["scrolls"], (name, drawn[name]["width"])
+            assert drawn["both"]["scrolls"], drawn["both"]["width"]  # sideways, legible
+
+            big = _draw(browser, 1368, _diagrams()["mixed"], ENLARGED)  # the dialog at 1400
+            assert big["width"] > drawn["mixed"]["width"] * 1.1, (big, drawn["mixed"])
+        finally:
+            browser.close()
+
+
+def test_a_source_mermaid_cannot_parse_is_shown_as_text(requirements) -> None:  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    broken = 'graph LR\n    n1["unclosed'
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": COLUMN, "height": 600})
+            page.set_content(mermaid_html(broken))
+            expect(page.locator("pre.mermaid.failed")).to_have_text(broken, timeout=30_000)
+            assert page.locator("pre.mermaid svg").count() == 0
         finally:
             browser.close()

@@ -79,8 +79,9 @@ def multihop(
     max_rounds: Annotated[str | None, typer.Option(  # parsed here: a one-line error
         help="Retrieval rounds of the query loop, 1-4 (default: KRAG_MAX_ROUNDS).")] = None,
     no_llm_follow_up: Annotated[bool, typer.Option(
-        "--no-llm-follow-up", help="Without a planner, run the no-LLM follow-up round.")
-    ] = False,
+        "--no-llm-follow-up/--no-follow-up",
+        help="Without a planner, run the no-LLM follow-up round (the query graph's "
+             "default), or not.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Ingest a corpus, ask its questions (no LLM) and score passage retrieval against

@@ -1,134 +1,23 @@
-"""Streamlit pieces shared by the pages: Mermaid diagrams, sources, metrics, sidebar.
+"""Streamlit pieces shared by the pages: sources, metrics, sidebar (the diagram is
+:mod:`ui.web.diagram`).
 
 Untrusted text (entity names, facts, document names) is only ever shown escaped
-(:func:`ui.web.backend.md_escape`), with ``st.text`` / ``st.code``, or inside the Mermaid
-component, where the diagram source is HTML-escaped and mermaid runs with
-``securityLevel: 'strict'``. Nothing here uses ``unsafe_allow_html``.
+(:func:`ui.web.backend.md_escape`) or with ``st.text`` / ``st.code``. Nothing here uses
+``unsafe_allow_html``.
 """
 
 from __future__ import annotations
 
-import html
 import logging
-import re
 from datetime import date
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from graph_flows.query.sections import validity
 from ui.web.backend import md_escape
 
 log = logging.getLogger(__name__)
-
-MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
-SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
-@lru_cache(maxsize=1)
-def _mermaid_js(mtime: float) -> str:
-    return MERMAID_JS.read_text(encoding="utf-8")
-
-
-def mermaid_available() -> bool:
-    return MERMAID_JS.is_file() and MERMAID_JS.stat().st_size > 0
-
-
-def mermaid_html(diagram: str) -> str:
-    """A standalone page rendering ``diagram`` with the locally installed mermaid.js; the
-    drawing is scaled down to fit the frame (width and height), never clipped."""
-    js = _mermaid_js(MERMAID_JS.stat().st_mtime).replace("</script", "<\\/script")
-    return (
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        "<style>html,body{margin:0;height:100%;overflow:hidden;font-family:sans-serif;"
-        "background:#fff}pre.mermaid{margin:0;height:100%;display:flex;"
-        "justify-content:center;align-items:flex-start}"
-        "pre.mermaid>svg{max-width:100%!important;max-height:100%;height:auto}</style>"
-        "</head><body>"
-        f"<pre class=\"mermaid\">{html.escape(diagram)}</pre>"
-        f"<script>{js}</script>"
-        "<script>mermaid.initialize({startOnLoad:true, securityLevel:'strict', "
-        "theme:'default', flowchart:{htmlLabels:false, useMaxWidth:true}});</script>"
-        "</body></html>")
-
-
-COLUMN_PX = 700  # width of Streamlit's centred main column, which the drawing scales to
-FRAME_PX = (120, 900)
-_NODE_LINE = re.compile(r'^\s*(n\d+)\["(.*)"\]$')
-_EDGE_LINE = re.compile(r'^\s*(n\d+) (?:-->\|"(.*)"\||---) (n\d+)$')
-
-
-def _ranks(nodes: dict[str, str], edges: list[tuple[str, str, str]]) -> dict[str, int]:
-    """Mermaid's left-to-right layers, approximately: the longest chain of edges reaching
-    each node (cycles cut off after as many rounds as there are nodes)."""
-    rank = dict.fromkeys(nodes, 0)
-    for _ in range(len(nodes)):
-        moved = False
-        for a, _, b in edges:
-            if a in rank and b in rank and rank[b] < rank[a] + 1 < len(nodes):
-                rank[b], moved = rank[a] + 1, True
-        if not moved:
-            break
-    return rank
-
-
-def _parse(diagram: str) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
-    nodes: dict[str, str] = {}
-    edges: list[tuple[str, str, str]] = []
-    for line in diagram.splitlines():
-        if node := _NODE_LINE.match(line):
-            nodes[node[1]] = node[2]
-        elif edge := _EDGE_LINE.match(line):
-            edges.append((edge[1], edge[2] or "", edge[3]))
-    return nodes, edges
-
-
-def diagram_layout(diagram: str) -> tuple[str, int]:
-    """(direction, frame height) for the drawing. Mermaid puts each chain of edges in
-    successive layers: left to right (``LR``) the drawing is as tall as its fullest layer
-    (about 58 px a node) and as wide as its layers' labels and edge labels; top down
-    (``TD``) the other way round. A drawing wider than the page's column is scaled down,
-    and so is its height; the direction that keeps it larger wins (a long chain goes top
-    down instead of shrinking to a line)."""
-    nodes, edges = _parse(diagram)
-    if not nodes:
-        return "LR", FRAME_PX[0]
-    layers: dict[int, list[str]] = {}
-    for node, r in _ranks(nodes, edges).items():
-        layers.setdefault(r, []).append(node)
-    label = max((len(lbl) for _, lbl, _ in edges), default=0)
-    widths = [[7 * len(nodes[n]) + 40 for n in layer] for layer in layers.values()]
-    gaps = (len(layers) - 1) * (50 + 6 * label)
-    options = {"LR": (sum(max(w) for w in widths) + gaps, 58 * max(map(len, widths)) + 20),
-               "TD": (max(sum(w) + 20 * len(w) for w in widths),
-                      len(layers) * 60 + gaps // 3 + 20)}
-    scale = {d: min(1.0, COLUMN_PX / max(w, 1), FRAME_PX[1] / max(h, 1))
-             for d, (w, h) in options.items()}
-    direction = "TD" if scale["TD"] > 1.5 * scale["LR"] else "LR"
-    height = options[direction][1] * min(1.0, COLUMN_PX / max(options[direction][0], 1))
-    return direction, int(max(FRAME_PX[0], min(FRAME_PX[1], height + 16)))
-
-
-def diagram_frame(diagram: str) -> tuple[str, int]:
-    """The diagram in the direction :func:`diagram_layout` chose, and its frame height."""
-    direction, height = diagram_layout(diagram)
-    if direction == "TD" and diagram.startswith("graph LR\n"):
-        diagram = "graph TD\n" + diagram.removeprefix("graph LR\n")
-    return diagram, height
-
-
-def render_mermaid(diagram: str) -> None:
-    """The diagram as SVG (local mermaid.js) in a frame sized to the drawing, laid out in
-    the direction that keeps it readable, or its source with a setup hint."""
-    if not diagram or diagram.strip() == "graph LR":
-        return
-    if mermaid_available():
-        laid_out, height = diagram_frame(diagram)
-        components.html(mermaid_html(laid_out), height=height, scrolling=False)
-    else:
-        st.code(diagram, language="text")
-        st.caption(SETUP_HINT)
 
 
 def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from graph_flows.shared.model_specs import ProviderError, parse_spec
 from graph_flows.shared.settings import Settings
 from ui.web import components
 from ui.web.backend import md_escape
+from ui.web.diagram import render_mermaid
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,12 @@ def details_line(result: dict[str, Any]) -> str:
             + as_of)
 
 
-def render_answer(result: dict[str, Any], *, diagram: bool = True) -> None:
+def render_answer(result: dict[str, Any], *, diagram: bool = True, key: str = "answer") -> None:
     """Everything under an answer: diagram, sources, confidence, notes, then the retrieval
-    details folded in an expander."""
+    details folded in an expander. ``key`` names the answer's widgets (the same on the run
+    that answers and on the replays after it)."""
     if diagram:
-        components.render_mermaid(result.get("mermaid", ""))
+        render_mermaid(result.get("mermaid", ""), key=f"enlarge-{key}")
     components.render_sources(result)
     if line := components.confidence_line(result):
         st.caption(line)

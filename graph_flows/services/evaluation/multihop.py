@@ -20,13 +20,14 @@ over the even (development) and odd (held-out) question indexes.
 (storage.injection_spans): passages the answer model never reads whole.
 
 The query loop (graph_flows.query.loop): ``planner`` ``none`` (default) runs it as the
-product runs without a model (one round, or the no-LLM follow-up with
-``no_llm_follow_up``); ``replay`` answers its planning requests from each question's gold
-decomposition through a replay model server (graph_flows.services.evaluation.planner_replay):
-the real client and loop with a perfect planner, so the ceiling of the loop's machinery.
-Analysis and answer stay no-LLM either way. ``max_rounds`` bounds the rounds (default: the
-product's, KRAG_MAX_ROUNDS). The report's ``planner`` block counts planner calls and tokens
-per question, the rounds run, the reasons the loop stopped and the replay server's answers.
+product runs without a model (the no-LLM follow-up when part of the question is not covered,
+as by default; one round with ``no_llm_follow_up`` False); ``replay`` answers its planning
+requests from each question's gold decomposition through a replay model server
+(graph_flows.services.evaluation.planner_replay): the real client and loop with a perfect
+planner, so the ceiling of the loop's machinery. Analysis and answer stay no-LLM either way.
+``max_rounds`` bounds the rounds (default: the product's, KRAG_MAX_ROUNDS). The report's
+``planner`` block counts planner calls and tokens per question, the rounds run, the reasons
+the loop stopped and the replay server's answers.
 """
 
 from __future__ import annotations
@@ -147,15 +148,13 @@ class LoopOptions:
 
     planner: str = "none"
     max_rounds: int | None = None
-    no_llm_follow_up: bool = False
+    no_llm_follow_up: bool = True
 
     def context(self) -> dict[str, Any]:
         """The query graph's run-context keys these options set."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"no_llm_follow_up": self.no_llm_follow_up}
         if self.max_rounds is not None:
             out["max_rounds"] = self.max_rounds
-        if self.no_llm_follow_up:
-            out["no_llm_follow_up"] = True
         if self.planner == "replay":
             out |= {"planner_model": REPLAY_SPEC, "analysis_model": NO_LLM,
                     "answer_model": NO_LLM}

@@ -104,7 +104,7 @@ def replay(history: list[dict[str, Any]]) -> None:
                 st.markdown(backend.neutralise_images(msg["content"]))
             if msg.get("result"):
                 show = i == last_answer or st.toggle("Show diagram", key=f"diagram-{i}")
-                panels.render_answer(msg["result"], diagram=show)
+                panels.render_answer(msg["result"], diagram=show, key=str(i))
 
 
 def answer(prompt: str, scope: str, resources: Any) -> None:
@@ -124,7 +124,7 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
                             "error": True})
             return
         result = {"as_of": as_of, **run.result} if as_of else run.result
-        panels.render_answer(result)
+        panels.render_answer(result, key=str(len(history)))  # its index in the history
     history.append({"role": "assistant", "content": text if isinstance(text, str)
                     else result.get("answer", ""), "result": result})
 

@@ -8,6 +8,7 @@ import streamlit as st
 
 from graph_flows.query.mermaid import build_mermaid
 from ui.web import backend, components, state
+from ui.web.diagram import render_mermaid
 
 md = backend.md_escape
 
@@ -48,7 +49,7 @@ def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     st.markdown(md(e.summary) if e.summary else "*no definition*")
     nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
                                                  for n in hood["neighbours"]]
-    components.render_mermaid(build_mermaid(nodes, hood["facts"]))
+    render_mermaid(build_mermaid(nodes, hood["facts"]), key=f"enlarge-{e.id}")
     show_facts(hood["facts"], backend.fact_documents(resources, scope,
                                                        [f["id"] for f in hood["facts"]]))
     if hood["neighbours"]:

@@ -1,0 +1,97 @@
+"""The Mermaid diagram of an answer (Chat) or of an entity's neighbourhood (Explore).
+
+Drawn by the locally installed mermaid.js in a frame of its own (``st.iframe``, as wide as
+the column and as tall as its drawing), where :file:`diagram.js` renders the source left to
+right and top down and keeps the direction drawn largest without horizontal scrolling. The
+drawing is scaled to the column's width, but never below :data:`INLINE`'s ``min_scale``
+(labels, drawn by mermaid at :data:`FONT_PX`, stay at least 12 px high) nor above its
+``max_scale``; a graph too wide even so scrolls inside its frame rather than shrinking.
+Long names wrap at :data:`WRAP_PX` (mermaid's ``flowchart.wrappingWidth``). "Enlarge
+diagram" opens the same drawing in a dialog as wide as the window.
+
+The source is HTML-escaped into the page and mermaid runs with ``securityLevel: 'strict'``;
+the labels themselves are escaped by :mod:`graph_flows.query.mermaid`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import streamlit as st
+
+MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
+LAYOUT_JS = Path(__file__).resolve().with_name("diagram.js")
+SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
+FONT_PX = 16  # mermaid's label font size, set explicitly
+WRAP_PX = 150  # a label wider than this wraps onto more lines
+DIALOG_PX = 4000  # wider than any window: the dialog shrinks to the window's width
+ALT = "Diagram of the entities and facts"
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a drawing is scaled to its frame's width (see :file:`diagram.js`)."""
+
+    min_scale: float
+    """Never smaller: labels at ``FONT_PX * min_scale`` px; wider drawings scroll."""
+    max_scale: float
+    """Never larger, so a small diagram is not blown up."""
+    max_height: int
+    """Taller drawings are scaled down to this (not below ``min_scale``), then scroll."""
+
+
+INLINE = Fit(min_scale=0.8, max_scale=1.5, max_height=720)
+ENLARGED = Fit(min_scale=0.8, max_scale=2.5, max_height=1400)
+
+
+@lru_cache(maxsize=2)
+def _read(path: Path, mtime: float) -> str:
+    return path.read_text(encoding="utf-8").replace("</script", "<\\/script")
+
+
+def mermaid_available() -> bool:
+    return MERMAID_JS.is_file() and MERMAID_JS.stat().st_size > 0
+
+
+def mermaid_html(diagram: str, fit: Fit = INLINE) -> str:
+    """A standalone page drawing ``diagram`` with the local mermaid.js, laid out by
+    :file:`diagram.js` within ``fit``."""
+    limits = json.dumps({"minScale": fit.min_scale, "maxScale": fit.max_scale,
+                         "maxHeight": fit.max_height, "fontPx": FONT_PX, "wrapPx": WRAP_PX})
+    scripts = [_read(p, p.stat().st_mtime) for p in (MERMAID_JS, LAYOUT_JS)]
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<style>html,body{margin:0;font-family:sans-serif;background:#fff}"
+        ".diagram{overflow:auto}pre.mermaid{margin:0}"
+        "pre.mermaid>svg{display:block;margin:0 auto}"
+        "pre.failed{white-space:pre-wrap;font-size:13px}</style>"
+        "</head><body><div class=\"diagram\">"
+        f"<pre class=\"mermaid\">{html.escape(diagram)}</pre></div>"
+        f"<script>{scripts[0]}</script>"
+        f"<script>const LIMITS = {limits};</script>"
+        f"<script>{scripts[1]}</script>"
+        "</body></html>")
+
+
+@st.dialog("Diagram", width=DIALOG_PX)
+def _enlarged(diagram: str) -> None:
+    st.iframe(mermaid_html(diagram, ENLARGED), height="content", alt=ALT)
+
+
+def render_mermaid(diagram: str, key: str) -> None:
+    """The diagram drawn at the column's width, with an "Enlarge diagram" button (``key``
+    names it) opening it in a dialog; its source with a setup hint without mermaid.js."""
+    if not diagram or diagram.strip() in ("graph LR", "graph TD"):
+        return
+    if not mermaid_available():
+        st.code(diagram, language="text")
+        st.caption(SETUP_HINT)
+        return
+    st.iframe(mermaid_html(diagram), height="content", alt=ALT)
+    if st.button("Enlarge diagram", key=key, icon=":material/open_in_full:",
+                 type="tertiary", help="Open the diagram in a dialog as wide as the window"):
+        _enlarged(diagram)
