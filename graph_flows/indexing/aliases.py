@@ -154,10 +154,12 @@ def acronym_matches(acronym: str, expansion: str, text: str) -> bool:
 
 
 def _after_the(name: str, text: str) -> bool:
-    """``name`` is written "the <name>" (or begins with "the")."""
+    """``name`` is written "the <name>", not followed by a capitalised word or a number
+    (or begins with "the")."""
     if name.split()[0].casefold() == "the":
         return True
-    return re.search(rf"\b[Tt]he\s+{re.escape(name)}\b", text) is not None
+    # "the System" but not "the System R": the name must end the noun phrase
+    return re.search(rf"\b[Tt]he\s+{re.escape(name)}\b(?!\s*[A-Z0-9])", text) is not None
 
 
 def rule_matches(name: str, known: Known, text: str, type_: str = "") -> bool:

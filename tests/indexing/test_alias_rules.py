@@ -96,6 +96,7 @@ def test_head_of_a_longer_name_needs_a_definite_article() -> None:
     assert target(doc, "the Bee", "concept") == "The Sacramento Bee"
     assert target(doc, "Bee", "concept", "The Bee reported it.") == "The Sacramento Bee"
     assert target(doc, "Bee", "concept", "Bee reported it.") is None
+    assert target(doc, "Bee", "concept", "the Bee Gees sang.") is None  # another name
     assert target(doc, "Sacramento Bee", "organization") == "The Sacramento Bee"
     # a place is not the head of an organisation's name, nor a part of a place
     doc = names(("United States Naval Forces Germany", "organization"),
