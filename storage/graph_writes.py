@@ -1,7 +1,9 @@
-"""Entity and relation upserts: max confidence kept, missing summaries filled, provenance merged."""
+"""Entity and relation upserts: max confidence kept, missing summaries filled, aliases added,
+provenance merged."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from sqlalchemy import Connection, text
@@ -14,13 +16,17 @@ from storage.models import EntityIn, RelationIn
 _ENTITY_UPSERT = """
 WITH up AS (
     INSERT INTO entities AS e (id, scope, name, normalized_name, type, summary, confidence,
-                               embedding)
+                               embedding, aliases)
     SELECT DISTINCT ON (id) id, scope, name, normalized_name, type, summary, confidence,
-           embedding::vector
-    FROM stage_entities
+           embedding::vector,
+           ARRAY(SELECT DISTINCT a FROM stage_entities s, jsonb_array_elements_text(s.aliases) a
+                 WHERE s.id = t.id ORDER BY a)
+    FROM stage_entities t
     ORDER BY id, confidence DESC, length(summary) DESC
     ON CONFLICT (id) DO UPDATE SET
         confidence = GREATEST(e.confidence, EXCLUDED.confidence),
+        aliases = e.aliases || ARRAY(SELECT a FROM unnest(EXCLUDED.aliases) a
+                                     WHERE a <> ALL(e.aliases) AND a <> e.name),
         summary = CASE WHEN e.summary = '' THEN EXCLUDED.summary ELSE e.summary END,
         embedding = CASE WHEN e.summary = '' AND EXCLUDED.summary <> ''
                          THEN COALESCE(EXCLUDED.embedding, e.embedding)
@@ -59,14 +65,15 @@ def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
         return 0
     rows = [
         (e.id, e.scope, e.name, normalize_name(e.name), e.type, e.summary or "",
-         float(e.confidence), vector_literal(e.embedding))
+         float(e.confidence), vector_literal(e.embedding),
+         json.dumps([a for a in dict.fromkeys(e.aliases) if a != e.name]))
         for e in entities
     ]
     stage(conn, "stage_entities",
           "id text, scope text, name text, normalized_name text, type text, summary text, "
-          "confidence real, embedding text",
+          "confidence real, embedding text, aliases jsonb",
           ("id", "scope", "name", "normalized_name", "type", "summary", "confidence",
-           "embedding"), rows)
+           "embedding", "aliases"), rows)
     conn.execute(text(_ENTITY_UPSERT))
     prov = {(e.id, c) for e in entities for c in e.chunk_ids}
     _insert_provenance(conn, "entity_provenance", "entity_id", prov)

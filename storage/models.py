@@ -40,6 +40,8 @@ class EntityIn:
     confidence: float = 1.0
     embedding: list[float] | None = None
     chunk_ids: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    """Other names of the entity (short forms, spellings); added to the stored ones."""
 
     @property
     def id(self) -> str:
@@ -82,6 +84,8 @@ class Entity:
     summary: str
     confidence: float
     scope: str
+    aliases: tuple[str, ...] = ()
+    """Other names the documents use for it (short forms, spellings; issue 25)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,9 +190,10 @@ class KnowledgeStore:
     def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
         with self.engine.connect() as conn:
             rows = conn.execute(text(
-                "SELECT id, name, type, summary, confidence, scope FROM entities "
+                "SELECT id, name, type, summary, confidence, scope, aliases FROM entities "
                 "WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
-        return [Entity(r.id, r.name, r.type, r.summary, r.confidence, r.scope) for r in rows]
+        return [Entity(r.id, r.name, r.type, r.summary, r.confidence, r.scope,
+                       tuple(r.aliases or ())) for r in rows]
 
     def counts(self, scope: str | None = None) -> dict[str, int]:
         """Row counts per table (optionally for one scope)."""

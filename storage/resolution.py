@@ -6,6 +6,9 @@
   pg_trgm GIN index on ``entities.name``.
 - :func:`similar_name_pairs` / :func:`name_similarities`: pg_trgm ``similarity()`` of the
   batch's own names, computed by PostgreSQL (no Python copy of pg_trgm to keep equal).
+- :func:`document_entities`: the entities earlier batches stored from a document (the names
+  a later chunk's short forms may stand for); :func:`source_entities`: a source's entities
+  per document (the alias measure of ``krag eval extraction``).
 - :func:`prefer_longer_summaries`: the longest description of an entity wins (the bulk
   upsert keeps an existing non-empty summary).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
@@ -154,3 +158,54 @@ def prefer_longer_summaries(
         [{"id": i, "summary": s, "embedding": vector_literal(v)}
          for i, s, v in sorted(updates)])
     return result.rowcount or 0
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentEntity:
+    """An entity stored from a chunk of a document: its id, name, type and aliases."""
+
+    document_id: str
+    id: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+
+
+def document_entities(
+    conn: Connection, document_ids: Sequence[str], skip_chunk_ids: Sequence[str] = ()
+) -> dict[str, list[DocumentEntity]]:
+    """Entities stored from chunks of ``document_ids`` other than ``skip_chunk_ids``, per
+    document, in the order of the first chunk that names them (the document's reading
+    order)."""
+    if not document_ids:
+        return {}
+    rows = conn.execute(text("""
+        SELECT c.document_id, e.id, e.name, e.type, e.aliases, min(c.ordinal) AS first
+        FROM chunks c JOIN entity_provenance p ON p.chunk_id = c.id
+        JOIN entities e ON e.id = p.entity_id
+        WHERE c.document_id = ANY(:docs) AND NOT (c.id = ANY(:skip))
+        GROUP BY c.document_id, e.id, e.name, e.type, e.aliases
+        ORDER BY c.document_id, first, e.name"""),
+        {"docs": list(document_ids), "skip": list(skip_chunk_ids)}).all()
+    return _by_key(rows, "document_id")
+
+
+def source_entities(conn: Connection, scope: str, source: str) -> dict[str, list[DocumentEntity]]:
+    """Entities stored from each document of ``source`` in ``scope``, by document uri (the
+    entity's ``document_id`` is the uri here)."""
+    rows = conn.execute(text("""
+        SELECT d.uri AS document_id, e.id, e.name, e.type, e.aliases, min(c.ordinal) AS first
+        FROM documents d JOIN chunks c ON c.document_id = d.id
+        JOIN entity_provenance p ON p.chunk_id = c.id JOIN entities e ON e.id = p.entity_id
+        WHERE d.scope = :scope AND d.source = :source
+        GROUP BY d.uri, e.id, e.name, e.type, e.aliases
+        ORDER BY d.uri, first, e.name"""), {"scope": scope, "source": source}).all()
+    return _by_key(rows, "document_id")
+
+
+def _by_key(rows: Sequence[Any], key: str) -> dict[str, list[DocumentEntity]]:
+    out: dict[str, list[DocumentEntity]] = {}
+    for r in rows:
+        out.setdefault(getattr(r, key), []).append(
+            DocumentEntity(r.document_id, r.id, r.name, r.type, tuple(r.aliases or ())))
+    return out

@@ -2,11 +2,13 @@
 
 Methods (see docs/BENCHMARKS.md for how they differ from the literal seed recipe):
 
-- ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE``
-  substring hits (GIN trigram), user text escaped so ``%`` and ``_`` match literally;
+- ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE`` or
+  ``alias_text ILIKE`` substring hits (GIN trigram; aliases: migration 0015), user text
+  escaped so ``%`` and ``_`` match literally;
 - ``entity_fuzzy``: typo-tolerant name hits: each query word -> nearest words used in entity
   names (trigram, GIN on ``entity_words``) -> entities whose name has one of them (GIN on
-  ``name_words``) -> ``similarity(name, term) > threshold``;
+  ``name_words``) -> ``similarity(name, term) > threshold``; and entities whose aliases are
+  trigram-similar to a term (GIN on ``alias_text``);
 - ``entity_summary``: summary substring hits (GIN trigram);
 - ``entity_vector`` / ``fact_vector``: pgvector HNSW cosine KNN (fallback);
 - ``fact_like``: fact-sentence substring hits; ``fact_by_endpoints``: facts touching the
@@ -27,7 +29,7 @@ from storage.models import Entity, Fact
 from storage.statements import text
 from storage.text_match import contains_pattern
 
-_E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope"
+_E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope, e.aliases"
 _F = ("r.id, r.subject_id, r.predicate, r.object_id, r.fact, r.confidence, r.valid_at, "
       "r.invalid_at, r.predicate_text")
 MIN_LIKE_CHARS = 3
@@ -71,7 +73,8 @@ def _scopes(scope: Scope) -> list[str]:
 
 
 def _entity(row) -> Entity:
-    return Entity(row.id, row.name, row.type, row.summary, row.confidence, row.scope)
+    return Entity(row.id, row.name, row.type, row.summary, row.confidence, row.scope,
+                  tuple(row.aliases or ()))
 
 
 def _fact(row) -> Fact:
@@ -79,11 +82,14 @@ def _fact(row) -> Fact:
                 row.valid_at, row.invalid_at, row.predicate_text)
 
 
-def _ilike_any(column: str, terms: Sequence[str]) -> tuple[str, dict[str, str]]:
-    """``(col ILIKE :p0 OR col ILIKE :p1 ...)`` so the planner can BitmapOr GIN scans."""
+def _ilike_any(column: str, terms: Sequence[str],
+               also: str | None = None) -> tuple[str, dict[str, str]]:
+    """``(col ILIKE :p0 OR col ILIKE :p1 ...)`` so the planner can BitmapOr GIN scans
+    (``also``: a second column tried with each pattern)."""
     usable = [t for t in terms if len(t) >= MIN_LIKE_CHARS]
     params = {f"p{i}": contains_pattern(t) for i, t in enumerate(usable)}
-    clause = " OR ".join(f"{column} ILIKE :p{i}" for i in range(len(usable)))
+    columns = [column] if also is None else [column, also]
+    clause = " OR ".join(f"{c} ILIKE :p{i}" for i in range(len(usable)) for c in columns)
     return f"({clause})" if clause else "", params
 
 
@@ -119,9 +125,9 @@ def entity_exact(conn: Connection, scope: Scope, names: Sequence[str]) -> list[E
 def entity_like(
     conn: Connection, scope: Scope, terms: Sequence[str], limit: int
 ) -> list[EntityHit]:
-    """Exact normalised names first (b-tree), then ``name ILIKE`` substring hits (GIN
-    trigram), in one statement."""
-    clause, params = _ilike_any("e.name", terms)
+    """Exact normalised names first (b-tree), then ``name ILIKE`` or ``alias_text ILIKE``
+    substring hits (GIN trigram: an entity is found by its aliases too), in one statement."""
+    clause, params = _ilike_any("e.name", terms, also="e.alias_text")
     norms = [normalize_name(t) for t in terms]
     like = (f"UNION ALL (SELECT {_E}, 0.9 AS sim FROM entities e "
             f"WHERE e.scope = ANY(:s) AND {clause} LIMIT :n)") if clause and limit > 0 else ""
@@ -161,6 +167,14 @@ cand AS MATERIALIZED (
            (SELECT max(similarity(e.name, t)) FROM unnest(CAST(:terms AS text[])) AS t) AS sim
     FROM entities e
     WHERE e.scope = ANY(:s) AND e.name_words && ARRAY(SELECT word FROM near)
+    UNION ALL
+    SELECT {_E}, similarity(e.alias_text, t.term) AS sim
+    FROM unnest(CAST(:terms AS text[])) AS t(term)
+    JOIN LATERAL (SELECT x.id FROM entities x
+                  WHERE x.scope = ANY(:s) AND x.alias_text % t.term
+                  ORDER BY similarity(x.alias_text, t.term) DESC LIMIT :n) AS a ON true
+    JOIN entities e ON e.id = a.id
+    WHERE EXISTS (SELECT 1 FROM qw)
 )
 SELECT * FROM cand e WHERE e.sim > :threshold ORDER BY e.sim DESC, e.confidence DESC LIMIT :n
 """

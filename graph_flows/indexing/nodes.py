@@ -158,9 +158,11 @@ def validate(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Merge mentions into entities (exact, then near duplicates of the same type)."""
+    """Merge mentions into entities (a document's short forms into its full names, exact
+    names, then near duplicates of the same type)."""
     ctx = context_of(runtime)
-    found = resolve_batch(get_resources(ctx).store, state["validated"], ctx.resolution_threshold)
+    found = resolve_batch(get_resources(ctx).store, state["validated"], ctx.resolution_threshold,
+                          state.get("batch") or ())
     outcomes = []
     for chunk in state["validated"]:
         dropped = Counter(chunk["dropped"])
@@ -276,7 +278,7 @@ def _fail_chunks(store: KnowledgeStore, batch: list[dict[str, Any]],
 def _entity_in(e: dict[str, Any], vector: list[float] | None) -> EntityIn:
     return EntityIn(name=e["name"], type=e["type"], scope=e["scope"], summary=e["summary"],
                     confidence=e["confidence"], embedding=vector,
-                    chunk_ids=tuple(e["chunk_ids"]))
+                    chunk_ids=tuple(e["chunk_ids"]), aliases=tuple(e.get("aliases") or ()))
 
 
 def _relation_in(r: dict[str, Any], vector: list[float] | None) -> RelationIn:

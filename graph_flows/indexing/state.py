@@ -70,7 +70,8 @@ class OutputState(TypedDict):
     dropped: Annotated[dict[str, int], add_counts]
     """Extracted items dropped by validation, by reason."""
     merges: Annotated[list[dict[str, str]], add_capped]
-    """Near-duplicate merges: {name, into, type} (first MAX_LISTED)."""
+    """Merges by resolution (short forms and near duplicates): {name, into, type}, ``type``
+    the merged name's (first MAX_LISTED); the names are kept as the entity's aliases."""
     failures: Annotated[list[dict[str, str]], add_capped]
     """Skipped files and failed chunks: {uri, chunk_id?, reason} (first MAX_LISTED)."""
     llm: Annotated[dict[str, int], add_counts]

@@ -22,11 +22,14 @@ def clip(text: str, n: int | None = None) -> str:
 
 
 def definitions_text(entities: Sequence[dict[str, Any]]) -> str:
-    """One line per entity: ``- Name (type): summary``."""
+    """One line per entity: ``- Name (type): summary``, ``- Name (type; also: A, B): ...``
+    when the documents call it by other names too (at most five shown)."""
     lines = []
     for e in entities:
         summary = clip(e.get("summary") or "(no description)", 400)
-        lines.append(f"- {clip(e['name'], 200)} ({clip(e['type'], 60)}): {summary}")
+        aliases = [clip(a, 100) for a in list(e.get("aliases") or ())[:5]]
+        also = f"; also: {', '.join(aliases)}" if aliases else ""
+        lines.append(f"- {clip(e['name'], 200)} ({clip(e['type'], 60)}{also}): {summary}")
     return "\n".join(lines)
 
 

@@ -27,7 +27,9 @@ def relation_record(f: dict[str, Any]) -> dict[str, Any]:
 
 
 def entity_record(e: dict[str, Any]) -> dict[str, Any]:
-    """A retrieved entity: id, name, type, description, confidence, methods."""
+    """A retrieved entity: id, name, type, aliases (its other names), description,
+    confidence, methods."""
     return {"id": e["id"], "name": e["name"], "type": e["type"],
+            "aliases": list(e.get("aliases") or ()),
             "description": e.get("summary", ""), "confidence": e.get("confidence"),
             "methods": list(e.get("methods", []))}

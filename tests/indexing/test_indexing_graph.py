@@ -303,6 +303,18 @@ def test_no_llm_mode_ingests_the_sample_corpus(store: KnowledgeStore) -> None:
     assert counts["entities"] > 100 and counts["relations"] > 20
     names = {r.name for r in rows(store, "SELECT name FROM entities")}
     assert {"PostgreSQL", "Michael Stonebraker", "Lucene"} <= names
+    # headings are context, not entities (issue 25); a heading that is also a name in the
+    # body ("PostgreSQL") stays an entity through the body
+    headings = {line.lstrip("#").strip() for path in SAMPLE.glob("*.md")
+                for line in path.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")}
+    structure = {"Edgar F. Codd and the relational model", "Before the relational model",
+                 "DBpedia and Freebase"}
+    assert structure <= headings and not structure & names
+    # one entity per person: the later "Codd" is an alias of Edgar F. Codd, not a node
+    aliases = {r.name: list(r.aliases) for r in rows(store, "SELECT name, aliases FROM entities")}
+    assert "Codd" in aliases["Edgar F. Codd"] and "Codd" not in names
+    assert "Stonebraker" in aliases["Michael Stonebraker"]
     with store.connect() as conn:  # each batch's new entities got their synonym edges
         assert synonyms.pending(conn) == 0
 

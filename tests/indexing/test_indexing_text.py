@@ -34,6 +34,7 @@ from graph_flows.indexing.extraction.schema import (
 from graph_flows.indexing.extraction.types import normalize_entity_type, normalize_relation_type
 from graph_flows.indexing.extraction.validation import (
     looks_like_injection,
+    name_key,
     sanitize_for_prompt,
     validate_extraction,
 )
@@ -627,8 +628,7 @@ def rules_only(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.usefixtures("rules_only")
 def test_rule_extractor_on_a_fixed_text() -> None:
     ex = extract_rules(STORY)
-    assert [(e.name, e.type) for e in ex.entities] == [
-        ("Computing history", "section"),
+    assert [(e.name, e.type) for e in ex.entities] == [  # the heading is no entity
         ("Ada Lovelace", "person"),
         ("Charles Babbage", "person"),
         ("Analytical Engine", "technology"),
@@ -760,3 +760,45 @@ def test_without_spacy_model_the_rules_take_over(monkeypatch: pytest.MonkeyPatch
     finally:
         ner.load_nlp.cache_clear()
 
+
+
+# --- headings are document structure, not entities (issue 25) -----------------------------
+HEADED = """# Edgar F. Codd and the relational model
+
+## Edgar F. Codd proposed the relational model
+
+In 1970 Edgar F. Codd proposed the relational model. IBM built System R on it.
+
+## Before the relational model
+
+Before the relational model, IBM sold IMS.
+"""
+
+
+@pytest.mark.parametrize("use_ner", [True, False])
+def test_headings_are_context_not_entities(use_ner: bool) -> None:
+    """A heading names no entity, with or without spaCy, and a heading that repeats a body
+    sentence yields the body's entities once."""
+    for piece in chunk_text(HEADED, size=400, overlap=0):
+        ex = extract_rules(piece, use_ner=use_ner)
+        names = [e.name for e in ex.entities]
+        assert not {"Edgar F. Codd and the relational model", "Before the relational model",
+                    "Edgar F. Codd proposed the relational model"} & set(names), names
+        assert all(e.type != "section" for e in ex.entities)
+        assert len(names) == len({name_key(n) for n in names}), names
+    whole = [e.name for e in extract_rules(HEADED, use_ner=use_ner).entities]
+    assert "IBM" in whole and "Edgar F. Codd" in whole or not use_ner, whole
+
+
+def test_section_entities_from_a_model_are_dropped_as_document_structure() -> None:
+    ex = Extraction(entities=[
+        ExtractedEntity(name="Introduction", type="heading", confidence=0.9),
+        ExtractedEntity(name="Chapter 2", type="section", confidence=0.9),
+        ExtractedEntity(name="Codd", type="person", confidence=0.9)], relations=[
+        ExtractedRelation(subject="Introduction", predicate="mentions", object="Codd",
+                          fact="Introduction mentions Codd.", confidence=0.9)])
+    result = validate_extraction(ex)
+    assert [e.name for e in result.entities] == ["Codd"]
+    assert result.relations == []
+    assert result.dropped["document_structure"] == 2
+    assert result.dropped["unknown_endpoint"] == 1

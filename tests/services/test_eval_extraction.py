@@ -9,8 +9,10 @@ import pytest
 
 from graph_flows.indexing.extraction import rules
 from graph_flows.indexing.extraction.schema import ExtractedEntity, ExtractedRelation, Extraction
-from graph_flows.services.evaluation.data import read_redocred
+from graph_flows.services.evaluation.aliases import AliasCount, score_document
+from graph_flows.services.evaluation.data import GoldDocument, GoldEntity, read_redocred
 from graph_flows.services.evaluation.extraction import evaluate
+from storage.resolution import DocumentEntity
 from tests.procs import run_cli
 
 
@@ -100,9 +102,42 @@ def test_cli_prints_a_table_and_one_json_object(
     assert set(report["typed"]) >= {"P", "R", "F1"}
     rules_only = report["baselines"]["rules_only"]  # the fallback, scored in the same run
     assert set(rules_only) >= {"entities", "named_entities", "type_accuracy", "pairs", "typed"}
+    # the alias measure, through the real ingest: Ada Lovelace is written two ways
+    assert report["aliases"]["multi_name"] == 1 and report["offset"] == 0
+    assert report["aliases"]["merged"] == 1 and report["aliases"]["false_merges"] == 0
+    assert report["alias_scope"].startswith("eval-aliases-")
     code, out, _ = run_cli(capsys, "eval", "extraction", "--redocred", str(dataset),
                            "--chunk-size", "0")
     assert code == 0 and "named_entities" in out and "type accuracy" in out
+    assert "aliases (scope eval-aliases-" in out
+    code, out, _ = run_cli(capsys, "eval", "extraction", "--redocred", str(dataset),
+                           "--offset", "1", "--no-aliases", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["documents"] == 1 and "aliases" not in report
+
+
+def test_alias_measure_counts_merges_splits_and_false_merges() -> None:
+    doc = GoldDocument("", (
+        GoldEntity(("Paul Robeson", "Robeson"), "PER"),
+        GoldEntity(("Latin American School of Medicine", "ELAM"), "ORG"),
+        GoldEntity(("John Smith", "Smith"), "PER"), GoldEntity(("Anna Smith",), "PER"),
+        GoldEntity(("People 's Republic", "People's Republic"), "LOC"),  # one spelling
+        GoldEntity(("1970", "the year 1970"), "TIME")), ())
+
+    def ent(i: int, name: str, *aliases: str) -> DocumentEntity:
+        return DocumentEntity("d", f"e{i}", name, "x", aliases)
+
+    count = AliasCount()
+    score_document(doc, [ent(1, "Paul Robeson", "Robeson"),            # merged
+                         ent(2, "Latin American School of Medicine"),  # split from ELAM
+                         ent(3, "ELAM"),
+                         ent(4, "John Smith", "Anna Smith"),           # a false merge
+                         ent(5, "Mars")], count)                      # matches nothing
+    # John Smith's one matched name lands in one entity: merged, whatever else it holds
+    assert count.as_dict() == {
+        "multi_name": 3, "merged": 2, "rate": 0.6667, "observable": 2,
+        "observable_merged": 1, "observable_rate": 0.5, "false_merges": 1,
+        "matched_entities": 4, "false_merge_rate": 0.25}
 
 
 def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,3 +149,11 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     code, _, err = run_cli(capsys, "eval", "extraction", "--redocred", str(path),
                            "--chunk-size", "50")
     assert code == 2 and "between 100 and 20000" in err
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(DOCS[1]) + "\n", encoding="utf-8")
+    code, _, err = run_cli(capsys, "eval", "extraction", "--redocred", str(good),
+                           "--offset", "3")
+    assert code == 2 and err.strip() == f"error: --offset 3 skips every document of {good}"
+    code, _, err = run_cli(capsys, "eval", "extraction", "--redocred", str(good),
+                           "--offset", "-1")
+    assert code == 2 and "--limit and --offset must be 0 or more" in err

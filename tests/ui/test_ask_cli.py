@@ -55,6 +55,7 @@ def test_ask_json_has_the_whole_result(db_url: str) -> None:
     out = json.loads(r.stdout)
     assert {"answer", "facts", "citations", "mermaid", "search_metrics",
             "answer_confidence"} <= out.keys()
+    assert out["entities"] and all(isinstance(e["aliases"], list) for e in out["entities"])
     r = krag(["ask", "pgvector", "--json", "--max-hops", "2"], db_url)
     assert json.loads(r.stdout)["search_metrics"]["max_hops"] == 2
     r = krag(["ask", "pgvector", "--max-hops", "4"], db_url)

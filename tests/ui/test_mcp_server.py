@@ -50,6 +50,10 @@ def _facts(out: dict[str, Any]) -> set[str]:
 @pytest.mark.slow
 def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
                                     tmp_path: Path) -> None:
+    with seeded_store.transaction() as conn:  # another name of Ada's, as resolution stores it
+        conn.execute(text("UPDATE entities SET aliases = ARRAY['Augusta Ada King'] "
+                          "WHERE name = 'Ada Lovelace'"))
+
     async def scenario() -> None:
         async with _stdio(db_url, tmp_path) as client:
             listed = {t.name: t for t in (await client.list_tools()).tools}
@@ -83,6 +87,11 @@ def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
             assert conf["label"] == "medium" and conf["reason"].startswith(
                 "the cited evidence names 2 of the question's 2 names (Ada, Lovelace)")
             assert out["context"].endswith(f"Confidence: {conf['label']} — {conf['reason']}")
+            # entity results carry their aliases; an alias finds its entity
+            by_alias = await _call(client, "kag_query", {"query": "Augusta Ada King"})
+            ada = next(e for e in by_alias["entities"] if e["name"] == "Ada Lovelace")
+            assert ada["aliases"] == ["Augusta Ada King"] and ada["type"] == "person"
+            assert "Ada Lovelace (person; also: Augusta Ada King)" in by_alias["context"]
 
             # One hop from Ada: her two facts; two hops add her neighbours' facts.
             anchored = {"query": "Ada Lovelace", "entities": ["Ada Lovelace"]}

@@ -204,6 +204,21 @@ def test_explore_page_finds_entity_with_facts_sources_and_neighbours(seeded_url:
     assert "Capital city of England" in _texts(at).replace("\\", "")
 
 
+def test_explore_shows_type_and_aliases_and_finds_by_alias(seeded_url: str) -> None:
+    """Two entities named alike are told apart by their type; an alias finds its entity and
+    is shown on the hit and on the entity's page."""
+    _sql(seeded_url, "UPDATE entities SET aliases = ARRAY['Babbage', 'C. Babbage'] "
+                     "WHERE name = 'Charles Babbage'")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.switch_page(EXPLORE).run()
+    at.text_input[0].set_value("C. Babbage").run()
+    labels = [b.label.replace("\\", "") for b in at.button]
+    assert "Charles Babbage (person)" in labels, labels
+    assert "also: Babbage, C. Babbage" in _texts(at).replace("\\", "")
+    [b for b in at.button if "Charles Babbage" in b.label][0].click().run()
+    assert "**Aliases:** Babbage, C. Babbage" in _texts(at).replace("\\", "")
+
+
 def test_explore_sees_the_ancestor_scopes(seeded_url: str) -> None:
     """The seeded graph lives in "default"; a child scope of it finds it, a root does not."""
     _sql(seeded_url, "INSERT INTO scopes (name) VALUES ('default'), ('other')")

@@ -66,7 +66,8 @@ def _seed(url: str) -> None:
         emb = MiniLMEmbeddings()
         ada = EntityIn("Ada Lovelace", "person", "default",
                        "English mathematician who wrote the first published program.", 0.9,
-                       emb.embed_query("Ada Lovelace"), (chunk,))
+                       emb.embed_query("Ada Lovelace"), (chunk,),
+                       aliases=("Augusta Ada King",))  # another name, searched in Explore
         evil = EntityIn(HOSTILE, "person", "default", f"{HOSTILE} writes letters.", 0.9,
                         emb.embed_query(HOSTILE), (chunk,))
         store.write_graph([ada, evil], [RelationIn(ada.id, "relates_to", evil.id, fact,
@@ -180,6 +181,15 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
             page.get_by_test_id("stSidebarNav").get_by_text("Explore").click()
             expect(page).to_have_title("Explore", timeout=30_000)
             expect(page.get_by_text("Explore the graph")).to_be_visible()
+            # found by an alias; the hit shows its type and its other names
+            page.get_by_label("Find an entity").fill("Augusta Ada")
+            page.keyboard.press("Enter")
+            hit = page.get_by_role("button", name="Ada Lovelace (person)")
+            expect(hit).to_be_visible(timeout=30_000)
+            expect(page.get_by_text("also: Augusta Ada King")).to_be_visible()
+            hit.click()
+            expect(page.get_by_text("Aliases: Augusta Ada King")).to_be_visible(
+                timeout=30_000)
         finally:
             browser.close()
     assert dialogs == [], f"a dialog fired: {dialogs}"

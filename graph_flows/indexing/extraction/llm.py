@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROMPT_NAME = "extraction_v1"
+PROMPT_NAME = "extraction_v2"
 MAX_PROMPT_CHARS = 8000
 _FEEDBACK = (
     "Your reply could not be used: {error}\n"

@@ -6,7 +6,9 @@ work alone (one notice in the log).
 
 Entities:
 
-* Markdown headings -> ``section`` entities (confidence 0.9).
+* Markdown headings are document structure, not entities: they are left out of the
+  sentences and name nothing (the chunk's heading path stays in the stored chunk text and
+  the document's title, as context for retrieval and answers).
 * spaCy named entities typed by :data:`ner.LABEL_TYPES`, confidence 0.75 (:mod:`ner`).
 * Where NER found nothing: capitalised word runs ("University of Cambridge", lowercase
   connectors such as "of"/"van" allowed inside), acronyms ("NASA") and technical tokens
@@ -36,7 +38,7 @@ Relations:
 * Fact: the sentence (a 300-character window around the two mentions when longer).
 
 Limits: no negation in the patterns, English only. MAX_ENTITIES and MAX_RELATIONS apply
-(relations by falling confidence; sections and relation endpoints kept first).
+(relations by falling confidence; relation endpoints kept first).
 """
 
 from __future__ import annotations
@@ -115,17 +117,14 @@ def extract_rules_batch(texts: Sequence[str], *, use_ner: bool = True) -> list[E
     units = [_units(text) for text in texts]
     nlp = load_nlp() if use_ner else None
     if nlp is None:
-        return [_extract(headings, sentences, None) for headings, sentences in units]
+        return [_extract(sentences, None) for _, sentences in units]
     docs = iter(pipe(nlp, [s for _, sentences in units for s in sentences]))
-    return [_extract(headings, sentences, [next(docs) for _ in sentences])
-            for headings, sentences in units]
+    return [_extract(sentences, [next(docs) for _ in sentences]) for _, sentences in units]
 
 
-def _extract(headings: list[str], sentences: list[str], docs: list[Any] | None) -> Extraction:
+def _extract(sentences: list[str], docs: list[Any] | None) -> Extraction:
     """One text's extraction; ``docs`` are the spaCy parses of its sentences, if any."""
     found = _Found({}, [], [])
-    for heading in headings:
-        _add_entity(found, ExtractedEntity(name=heading, type="section", confidence=0.9))
     known = capitalised_words(sentences)
     previous: Mention | None = None
     topic: Mention | None = None

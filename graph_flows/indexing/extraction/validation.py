@@ -134,7 +134,9 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
     letter or digit, or exceeds 200 characters (``bad_name``), when name or description looks
     like an injection, as cleaned or as sent (a markdown role heading such as "### System:"
     is only recognisable before line breaks are collapsed) (``injection``), below
-    ``min_confidence`` (``low_confidence``, after clamping to [0, 1]); type normalised;
+    ``min_confidence`` (``low_confidence``, after clamping to [0, 1]); type normalised; a
+    heading or other part of the document itself (type ``section``) is structure, not an
+    entity (``document_structure``);
     description over 1000 characters truncated;
     duplicates by (name key, type) merged into the first spelling with the highest
     confidence and the longest description (``duplicate``); at most CAP_ENTITIES kept
@@ -201,12 +203,16 @@ def _check_entity(
     if confidence < min_confidence:
         dropped["low_confidence"] += 1
         return None
+    entity_type = normalize_entity_type(item.type)
+    if entity_type == "section":
+        dropped["document_structure"] += 1
+        return None
     if len(description) > MAX_DESCRIPTION_CHARS:
         dropped["description_truncated"] += 1
         description = _truncate(description, MAX_DESCRIPTION_CHARS)
     return ExtractedEntity(
         name=name,
-        type=normalize_entity_type(item.type),
+        type=entity_type,
         description=description,
         confidence=confidence,
     )

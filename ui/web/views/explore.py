@@ -17,6 +17,20 @@ def select(entity_id: str) -> None:
     st.session_state["explore_id"] = entity_id
 
 
+def entity_label(ent: Any) -> str:
+    """``Name (type)``: two entities of one name are told apart by their type."""
+    return f"{ent.name} ({ent.type})"
+
+
+def aliases_line(ent: Any, limit: int = 8) -> str:
+    """``also: A, B`` for an entity the documents call by other names too, else ""."""
+    aliases = list(getattr(ent, "aliases", ()) or ())
+    if not aliases:
+        return ""
+    more = f" (+{len(aliases) - limit} more)" if len(aliases) > limit else ""
+    return "also: " + ", ".join(aliases[:limit]) + more
+
+
 def document_label(doc: dict[str, str]) -> str:
     """``title (source:uri)`` of a document, or ``source:uri`` when it has no own title."""
     where = f"{doc.get('source')}:{doc.get('uri')}"
@@ -46,6 +60,8 @@ def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     e = hood["entity"]
     st.subheader(md(e.name))
     st.caption(f"type: {md(e.type)} · confidence {e.confidence:.2f}")
+    if aliases_line(e):
+        st.markdown(f"**Aliases:** {md(', '.join(e.aliases))}")
     st.markdown(md(e.summary) if e.summary else "*no definition*")
     nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
                                                  for n in hood["neighbours"]]
@@ -74,8 +90,10 @@ def main() -> None:
             st.info("No entity matches that name in this scope.")
         cols = st.columns(3)
         for i, ent in enumerate(found):
-            cols[i % 3].button(md(ent.name), key=f"hit-{ent.id}", on_click=select,
+            cols[i % 3].button(md(entity_label(ent)), key=f"hit-{ent.id}", on_click=select,
                                args=(ent.id,))
+            if aliases_line(ent):
+                cols[i % 3].caption(md(aliases_line(ent)))
     if st.session_state.get("explore_id"):
         st.divider()
         show_entity(resources, scope, st.session_state["explore_id"])
