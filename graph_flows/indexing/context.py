@@ -43,6 +43,15 @@ class IndexingContext:
         metadata={"description": "pg_trgm similarity at or above which a new entity name is "
                                  "merged into an existing entity of the same type."},
     )
+    short_forms: bool = field(
+        default=False,
+        metadata={"description": "Merge a document's later short forms (a surname, a defined "
+                                 "acronym, 'the Bee') into the full name it introduced "
+                                 "earlier, keeping them as aliases. Off by default: the "
+                                 "merge depends on the order chunks are resolved in, so an "
+                                 "ingest resumed after failures can differ from a clean "
+                                 "one (docs/BENCHMARKS.md, issue 25)."},
+    )
     batch_size: int = field(
         default=32,
         metadata={"description": "Chunks claimed, extracted and written per transaction."},

@@ -158,11 +158,11 @@ def validate(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Merge mentions into entities (a document's short forms into its full names, exact
-    names, then near duplicates of the same type)."""
+    """Merge mentions into entities (with ``short_forms`` on, a document's short forms into
+    its full names; exact names, then near duplicates of the same type)."""
     ctx = context_of(runtime)
     found = resolve_batch(get_resources(ctx).store, state["validated"], ctx.resolution_threshold,
-                          state.get("batch") or ())
+                          (state.get("batch") or ()) if ctx.short_forms else ())
     outcomes = []
     for chunk in state["validated"]:
         dropped = Counter(chunk["dropped"])

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graph_flows.query import extractive, loop
+from graph_flows.shared.untrusted import without_flagged
 
 TOP = 3  # passages (and facts) whose words count as covered
 MAX_UNCOVERED = 6  # uncovered words put into the follow-up
@@ -41,8 +42,9 @@ class Assessment:
 def assess(question: str, names: Sequence[str], passages: Sequence[dict[str, Any]],
            facts: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
            ) -> Assessment:
-    """The no-LLM verdict on the evidence so far (see the module docstring)."""
-    q = extractive.question(question, names)
+    """The no-LLM verdict on the evidence so far (see the module docstring). Instruction-
+    like text in the question is never searched for again nor echoed in the follow-up."""
+    q = extractive.question(without_flagged(question), names)
     top_texts = [f"{p.get('title') or ''} {p.get('text') or ''}" for p in passages[:TOP]]
     top_texts += [str(f.get("fact") or "") for f in facts[:TOP]]
     covered = frozenset().union(*(extractive.terms(t) for t in top_texts))

@@ -144,6 +144,17 @@ def pairs(flat: Sequence[int] | None) -> list[tuple[int, int]]:
     return list(zip(flat[0::2], flat[1::2], strict=True))
 
 
+def without_flagged(text: str) -> str:
+    """``text`` with its instruction-like spans cut out (a space in their place): what of a
+    question may be searched for again or echoed in a follow-up query."""
+    out, at = [], 0
+    for s, e in sorted(flagged_spans(text)):
+        out += [text[at:max(s, at)], " "]
+        at = max(at, e)
+    out.append(text[at:])
+    return "".join(out)
+
+
 def for_prompt(text: str) -> tuple[str, bool]:
     """A short untrusted text (a question, a title) ready for a prompt or a reader:
     instruction-like spans withheld, tags neutralised; and whether anything was withheld."""

@@ -32,6 +32,7 @@ def reply(doc: str) -> str:
 
 
 def ingest(store: KnowledgeStore, docs: dict[str, str], **ctx: Any) -> dict[str, Any]:
+    ctx.setdefault("short_forms", True)  # the rules under test (off by default)
     res = Resources(Settings(_env_file=None), store, DeterministicFakeEmbedding(size=384),
                     chat_override=ScriptedChatModel.per_document(reply))
     records = [{"uri": uri, "text": body} for uri, body in docs.items()]
@@ -139,3 +140,10 @@ def test_short_forms_stay_in_their_document_and_across_batches(store: KnowledgeS
     got = entities(store)
     assert got["Edgar F. Codd"] == ("person", ["Codd"])
     assert got["Codd"] == ("person", [])  # document b: no full name there
+
+
+def test_short_forms_are_off_by_default(store: KnowledgeStore) -> None:
+    body = script("Paul Robeson sang. Later Robeson acted.",
+                  [("Paul Robeson", "person"), ("Robeson", "person")])
+    ingest(store, {"a": body}, short_forms=False)
+    assert entities(store) == {"Paul Robeson": ("person", []), "Robeson": ("person", [])}

@@ -116,7 +116,9 @@ def measure_aliases(resources: Resources, docs: Sequence[GoldDocument], *, first
     scope = eval_scope(docs)
     res = replace(resources, chat_override=NO_LLM)
     records = [{"uri": document_uri(first + n), "text": d.text} for n, d in enumerate(docs)]
-    context = IndexingContext(chunk_size=chunk_size or IndexingContext().chunk_size)
+    # the short-form rules are what this measures (off by default in the product)
+    context = IndexingContext(chunk_size=chunk_size or IndexingContext().chunk_size,
+                              short_forms=True)
     with use_resources(res), scope_access(scope, res.store):
         with suppress(NotFoundError):  # a first run: nothing to empty
             res.store.remove_source(scope, SOURCE)
