@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.recording import dump_score_parser
 from graph_flows.query import answer, confidence, extractive
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import answer_in
@@ -106,12 +107,7 @@ def report(path: Path, features: Path | None) -> None:
 
 def main() -> None:
     """Parse arguments; dump or score."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("dump")
-    d.add_argument("--questions", type=Path, required=True)
-    d.add_argument("--scope", required=True)
-    d.add_argument("--out", type=Path, required=True)
+    p, sub = dump_score_parser(__doc__.splitlines()[0])
     s = sub.add_parser("score")
     s.add_argument("dump", type=Path)
     s.add_argument("--features", type=Path, help="write each question's signals here")

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graph_flows.query import loop, nodes
+from bench.recording import dump_score_parser, recorded_searches
+from graph_flows.query import loop
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.multihop import LoopOptions, ranked_documents
 from graph_flows.shared.resources import build_resources, use_resources
@@ -55,19 +56,11 @@ def dump(args: argparse.Namespace) -> None:
 
     questions = read_questions(args.questions)
     res = build_resources(load_settings(chat_model="none"))
-    seen: list[dict[str, Any]] = []
-    search = nodes._search
-
-    def recorded(*a: Any) -> dict[str, Any]:
-        found = search(*a)
-        seen.append(found)
-        return found
-
-    nodes._search = recorded  # type: ignore[assignment]
     rows = []
     context = LoopOptions("none", 2, True).context()
     try:
-        with use_resources(res), scope_access(args.scope, res.store):
+        with recorded_searches() as seen, use_resources(res), \
+                scope_access(args.scope, res.store):
             for q in questions:
                 seen.clear()
                 result = query_flow.invoke({"query": q.question, "scope": args.scope},
@@ -80,7 +73,6 @@ def dump(args: argparse.Namespace) -> None:
                         "records": [{k: r.get(k) for k in ("query", "bridge", "stop", "added")}
                                     for r in result.get("rounds") or []]})
     finally:
-        nodes._search = search  # type: ignore[assignment]
         res.store.close()
     Path(args.out).write_text(json.dumps(rows))
     print(f"{len(rows)} questions -> {args.out}")
@@ -188,16 +180,11 @@ def report(args: argparse.Namespace) -> None:
 
 def main() -> None:
     """``dump`` or ``score`` (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("dump")
-    d.add_argument("--questions", type=Path, required=True)
-    d.add_argument("--scope", required=True)
-    d.add_argument("--out", type=Path, required=True)
+    parser, sub = dump_score_parser(__doc__.split("\n\n")[0])
     s = sub.add_parser("score")
     s.add_argument("dumps", nargs="+", type=Path)
     args = parser.parse_args()
-    dump(args) if args.command == "dump" else report(args)
+    dump(args) if args.cmd == "dump" else report(args)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.recording import dump_score_parser
 from graph_flows.query import evidence, nodes, passage_order, ppr
 from graph_flows.query.context import QueryContext
 from graph_flows.services.evaluation.data import read_questions
@@ -178,12 +179,7 @@ def report(paths: Sequence[Path]) -> None:
 
 def main() -> None:
     """Parse arguments; dump or score."""
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("dump")
-    d.add_argument("--questions", type=Path, required=True)
-    d.add_argument("--scope", required=True)
-    d.add_argument("--out", type=Path, required=True)
+    p, sub = dump_score_parser(__doc__.splitlines()[0])
     s = sub.add_parser("score")
     s.add_argument("dumps", type=Path, nargs="+")
     args = p.parse_args()

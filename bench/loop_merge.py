@@ -29,7 +29,8 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
-from graph_flows.query import loop, nodes
+from bench.recording import recorded_searches
+from graph_flows.query import loop
 from graph_flows.services.evaluation.data import Question, read_questions
 from graph_flows.services.evaluation.multihop import LoopOptions, eval_scope, ranked_documents
 from graph_flows.services.evaluation.planner_replay import PlanBook
@@ -68,17 +69,8 @@ def capture(res: Resources, scope: str, questions: Sequence[Question],
     """Per question: the gold passages, each round's documents and the merged documents."""
     from graph_flows import query_flow
 
-    seen: list[dict[str, Any]] = []
-    search = nodes._search
-
-    def recorded(*args: Any) -> dict[str, Any]:
-        found = search(*args)
-        seen.append(found)
-        return found
-
-    nodes._search = recorded
     out = []
-    try:
+    with recorded_searches() as seen:
         for q in questions:
             seen.clear()
             result = query_flow.invoke({"query": q.question, "scope": scope},
@@ -87,8 +79,6 @@ def capture(res: Resources, scope: str, questions: Sequence[Question],
                 rounds = [_unique(ranked_documents(conn, f)) for f in seen]
                 merged = _unique(ranked_documents(conn, result))
             out.append({"gold": list(q.gold), "rounds": rounds, "merged": merged})
-    finally:
-        nodes._search = search
     return out
 
 
