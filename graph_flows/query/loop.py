@@ -186,9 +186,8 @@ def _source(passage: dict[str, Any]) -> Hashable:
 
 
 def admit(found: dict[str, Any], known: set[Hashable], sources: int) -> dict[str, Any]:
-    """``found`` cut to the passages of its first ``sources`` documents not in ``known``
-    (its ranking likewise), the facts with a source among those documents and the entities
-    at those facts' ends."""
+    """``found`` cut to the passages of its first ``sources`` documents not in ``known``,
+    the facts with a source among those documents and the entities at those facts' ends."""
     passages: list[dict[str, Any]] = []
     chosen: set[Hashable] = set()
     for p in found.get("passages") or []:
@@ -196,16 +195,11 @@ def admit(found: dict[str, Any], known: set[Hashable], sources: int) -> dict[str
         if doc not in known and (doc in chosen or len(chosen) < sources):
             chosen.add(doc)
             passages.append(p)
-    ids = {p["id"] for p in passages}
     uris = {p.get("uri") for p in passages}
     facts = [f for f in found.get("facts") or []
              if any(s.get("uri") in uris for s in f.get("sources") or [])]
     ends = {f[k] for f in facts for k in ("subject_id", "object_id")}
-    metrics = dict(found.get("search_metrics") or {})
-    ranked = (metrics.get("ppr") or {}).get("ranked")
-    if ranked is not None:
-        metrics["ppr"] = {**metrics["ppr"], "ranked": [c for c in ranked if c in ids]}
-    return {**found, "passages": passages, "facts": facts, "search_metrics": metrics,
+    return {**found, "passages": passages, "facts": facts,
             "entities": [e for e in found.get("entities") or [] if e["id"] in ends]}
 
 
