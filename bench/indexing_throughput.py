@@ -1,4 +1,5 @@
-"""Indexing throughput benchmark (results go to docs/BENCHMARKS.md, section "Indexing").
+"""Indexing throughput benchmark (results: the ingest rows of docs/BENCHMARKS.md; each run's
+section at the top of the chapter "Indexing" of docs/bench/HISTORY.md).
 
 1. **LLM concurrency**: the real ``ChatOpenAI`` client against the wire-protocol stub server
    of the tests (``bench/llm_server.py``) answering every chat request after a fixed

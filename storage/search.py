@@ -1,6 +1,7 @@
 """Retrieval SQL: each function is one search method, run on its own pooled connection.
 
-Methods (see docs/BENCHMARKS.md for how they differ from the literal seed recipe):
+Methods (docs/bench/HISTORY.md, "Differences from the literal seed recipe", says how they
+differ from the literal seed recipe):
 
 - ``entity_like``: normalised-name equality (b-tree), then ``name ILIKE`` or
   ``alias_text ILIKE`` substring hits (GIN trigram; aliases: migration 0015), user text

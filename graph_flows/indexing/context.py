@@ -50,7 +50,7 @@ class IndexingContext:
                                  "earlier, keeping them as aliases. Off by default: the "
                                  "merge depends on the order chunks are resolved in, so an "
                                  "ingest resumed after failures can differ from a clean "
-                                 "one (docs/BENCHMARKS.md, issue 25)."},
+                                 "one (docs/bench/HISTORY.md, issue 25)."},
     )
     batch_size: int = field(
         default=32,

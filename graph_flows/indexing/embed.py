@@ -4,7 +4,8 @@ as their text.
 An entity's vector is its name's (as HippoRAG's phrase nodes): the vector fallback matches
 names a question words differently; what the entity did is matched through the fact and
 passage vectors. Embedding "name: description" instead cost 1.5x the ingest time in no-LLM
-mode (descriptions are copied sentences) for no retrieval gain on MuSiQue (docs/BENCHMARKS.md).
+mode (descriptions are copied sentences) for no retrieval gain on MuSiQue
+(docs/bench/HISTORY.md, "Ingestion speed, no-LLM mode (target 30 chunks/s: missed)").
 
 Vectors never enter the graph state: :func:`embed_marked` runs inside the ``write`` node and
 its vectors go straight into that node's transaction; :func:`reembed_all` (``krag reembed``)

@@ -15,7 +15,7 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
 - ``declined``: the answer model said the knowledge base does not hold the answer.
 
 :func:`label` states the rules; they were chosen on the development half (even index) of
-the shared MuSiQue questions and checked on the other half (docs/BENCHMARKS.md, "Issue 25:
+the shared MuSiQue questions and checked on the other half (docs/bench/HISTORY.md, "Issue 25:
 calibrated confidence"), and each rests on a reason that holds on other text: "none" and
 "low" are necessary conditions of a right answer failing (about the asked things, holding a
 thing of the asked kind); "high" asks for the answer to state the asked relation and for a

@@ -54,7 +54,7 @@ class QueryContext:
         "description": "Without a planner model, run a follow-up round when part of the "
                        "question is not covered by the top passages and a bridge entity "
                        "leads on; it brings in its best new document only (measured in "
-                       "docs/BENCHMARKS.md, issue 24). False: one round without a planner."})
+                       "docs/bench/HISTORY.md, issue 24). False: one round without a planner."})
     generate_answer: bool = field(default=True, metadata={
         "description": "Run the answer step. False ends the run after build_context: the "
                        "retrieved entities and facts with their context sections, no answer "

@@ -25,7 +25,7 @@ run on their own thread beside this module's steps:
    re-ranked by the mass of their nodes (facts: of both ends).
 
 Weights and limits are the module constants; none was tuned on the evaluation questions
-(docs/BENCHMARKS.md says which were measured and on what; the synonym threshold is the
+(docs/bench/HISTORY.md says which were measured and on what; the synonym threshold is the
 most precise one for MiniLM name vectors on Re-DocRED's entity aliases, not MuSiQue's).
 """
 

@@ -17,8 +17,8 @@ mixture of two probability distributions over passages, one per kind of evidence
   single out comes first, one only one of them likes is held back by the other.
 
 The two kinds weigh the same (:data:`GRAPH_WEIGHT` one half: no kind preferred). Ties keep
-PageRank's order. docs/BENCHMARKS.md ("Issue 24") says what else was tried, on which
-questions, and why this should hold on others.
+PageRank's order. docs/bench/HISTORY.md ("Issue 24 (2026-11-25): ranking at the head") says
+what else was tried, on which questions, and why this should hold on others.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def _shared(m: _Metrics, name: str, hits: Callable[[], list[search.FactHit]],
 def _seeds(entities: dict[str, dict]) -> list[str]:
     """Where the graph walk starts: up to :data:`SEEDS` entities the question names exactly.
     None (no walk) when it names none: a walk from fuzzy or vector hits costs time and
-    brings mostly noise (measured, docs/BENCHMARKS.md)."""
+    brings mostly noise (measured, docs/bench/HISTORY.md, "Multi-hop and fused ranking")."""
     exact = [i for i, row in entities.items() if row["name_match"] and row["similarity"] >= 1]
     return exact[:SEEDS]
 

@@ -35,7 +35,7 @@ class SearchConfig:
     fallback_ratio: float = 0.5
     trigram_threshold: float = 0.1
     recipe: str = "split"  # one of RECIPES
-    max_hops: int = 2  # 1..multihop.MAX_HOPS (measured best: docs/BENCHMARKS.md)
+    max_hops: int = 2  # 1..multihop.MAX_HOPS (measured best: docs/bench/HISTORY.md, multi-hop)
 
 
 @dataclass

@@ -4,7 +4,7 @@ A query process holds about 170,000 container objects once its modules and model
 loaded (LangGraph, LangChain, SQLAlchemy, psycopg, pydantic and the embedder), none of which
 is ever garbage. CPython's full collection walks every one of them: about 120 ms on a
 2-core VM, and each question's short-lived rows and tuples set one off every 15-20
-questions, so one question in twenty waited on it (docs/BENCHMARKS.md, issue 14, fifth
+questions, so one question in twenty waited on it (docs/bench/HISTORY.md, issue 14, fifth
 session). Frozen once loading is done (``gc.freeze``), they are left out of every later
 collection; objects made afterwards are collected as before.
 

@@ -5,7 +5,8 @@ before every matrix product, so it computes in fp32. Folding those casts (onnxru
 graph optimisations) and quantising the matrix products dynamically, per output channel
 (``onnxruntime.quantization``), gives a model whose MatMuls run on int8 kernels: about half
 the CPU time per text, vectors within cosine .99 of the pinned model's (measured in
-docs/BENCHMARKS.md). Nothing is downloaded: the input is the pinned, sha256-checked file.
+docs/bench/HISTORY.md, "Ingestion speed, no-LLM mode (target 30 chunks/s: missed)").
+Nothing is downloaded: the input is the pinned, sha256-checked file.
 
 The result lives in ``$KRAG_MODEL_CACHE`` (default: the user cache directory, e.g.
 ``~/.cache/krag/models``) beside a JSON record of its source digest, its own digest and the

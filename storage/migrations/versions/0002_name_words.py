@@ -6,7 +6,8 @@ Revises: 0001
 Fuzzy matching a query against 100k names with ``name % q`` at threshold 0.1 makes nearly
 every row a candidate. Instead each query word is matched by trigram similarity against the
 (much smaller) set of distinct words used in entity names, and entities are then found through
-a GIN index on their name's word array. See docs/BENCHMARKS.md.
+a GIN index on their name's word array. See docs/bench/HISTORY.md, "First version: where it
+lost, and the fix".
 """
 
 from alembic import op

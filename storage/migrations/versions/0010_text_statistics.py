@@ -10,8 +10,9 @@ column (up to 200 long texts at the default statistics target) to estimate its s
 Those samples say little about substrings of free text. With a target of 1 the planner
 uses its pattern heuristics instead (the histogram is too small to be used): MuSiQue no-LLM
 graph, 100 questions, planning 7.1 / 7.4 -> 0.2 / 0.1 ms per question, execution the same
-or faster, Postgres CPU per ``ppr`` question 49 -> 38 ms (docs/BENCHMARKS.md). Entity names
-keep the default: short, and their statistics pick better plans for ``entity_like``.
+or faster, Postgres CPU per ``ppr`` question 49 -> 38 ms (docs/bench/HISTORY.md, issue 14,
+fourth session). Entity names keep the default: short, and their statistics pick better
+plans for ``entity_like``.
 """
 
 from alembic import op

@@ -5,11 +5,12 @@ Revises: 0010
 
 The ``ppr`` recipe joins each seed entity to the entities whose name vectors are nearest
 (HippoRAG 2's synonymy edges). Looked up at query time these were up to ten HNSW scans per
-question, about 5 ms of Postgres CPU on the 100k-entity graph (docs/BENCHMARKS.md).
-``entity_synonyms`` holds them, filled after each ingest batch and by ``krag reembed``
-(storage.synonyms); ``entity_synonyms_computed`` lists the entities whose are computed. An
-entity not listed (every entity of a store upgraded to this revision, a batch still being
-written) is looked up as before, so nothing is lost before they are filled.
+question, about 5 ms of Postgres CPU on the 100k-entity graph (docs/bench/HISTORY.md, issue
+14, sixth session). ``entity_synonyms`` holds them, filled after each ingest batch and by
+``krag reembed`` (storage.synonyms); ``entity_synonyms_computed`` lists the entities whose
+are computed. An entity not listed (every entity of a store upgraded to this revision, a
+batch still being written) is looked up as before, so nothing is lost before they are
+filled.
 """
 
 from alembic import op
