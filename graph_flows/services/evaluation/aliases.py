@@ -102,23 +102,25 @@ def document_uri(number: int) -> str:
     return f"redocred-{number:04d}"
 
 
-def eval_scope(docs: Sequence[GoldDocument]) -> str:
-    """The scope the documents are ingested into (a hash of their texts)."""
+def eval_scope(docs: Sequence[GoldDocument], short_forms: bool = False) -> str:
+    """The scope the documents are ingested into (a hash of their texts; ``-sf``: with the
+    short-form rules on)."""
     digest = hashlib.sha256("\0".join(d.text for d in docs).encode())
-    return f"eval-aliases-{digest.hexdigest()[:12]}"
+    return f"eval-aliases-{digest.hexdigest()[:12]}" + ("-sf" if short_forms else "")
 
 
 def measure_aliases(resources: Resources, docs: Sequence[GoldDocument], *, first: int = 0,
                     chunk_size: int = 1000, on_progress: Progress | None = None,
-                    ) -> dict[str, Any]:
+                    short_forms: bool = False) -> dict[str, Any]:
     """Ingest ``docs`` (numbered from ``first``) with the rule extractor and score the stored
-    entities; ``{"aliases": {...}, "scope": ...}``."""
-    scope = eval_scope(docs)
+    entities; ``{"aliases": {...}, "scope": ...}``. ``short_forms``: with the short-form
+    rules of resolution on (``IndexingContext.short_forms``, off in the product), else as
+    the product ingests."""
+    scope = eval_scope(docs, short_forms)
     res = replace(resources, chat_override=NO_LLM)
     records = [{"uri": document_uri(first + n), "text": d.text} for n, d in enumerate(docs)]
-    # the short-form rules are what this measures (off by default in the product)
     context = IndexingContext(chunk_size=chunk_size or IndexingContext().chunk_size,
-                              short_forms=True)
+                              short_forms=short_forms)
     with use_resources(res), scope_access(scope, res.store):
         with suppress(NotFoundError):  # a first run: nothing to empty
             res.store.remove_source(scope, SOURCE)
