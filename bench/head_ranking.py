@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench.recording import dump_score_parser
-from graph_flows.query import evidence, nodes, passage_order, ppr
+from graph_flows.query import evidence, extractive, nodes, passage_order, ppr
 from graph_flows.query.context import QueryContext
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import RetrievalScore
@@ -158,7 +158,40 @@ def methods() -> dict[str, Callable[[dict[str, Any]], list[str]]]:
         rows = [{"id": c, "uri": rec["uri"].get(c), **rec["rows"].get(c, {})} for c in top]
         return [r["id"] for r in passage_order.cover_order(rows, rec["question"])]
 
+    def greedy(link: bool, novel: str, kept: int = passage_order.KEPT_DOCUMENTS,
+               ) -> Callable[[dict[str, Any]], list[str]]:
+        """Variants of cover_order: titles linked or not, a novel question ``names`` or
+        ``words`` stem or none (""), ``kept`` head documents."""
+        def order(rec: dict[str, Any]) -> list[str]:
+            top, uri = head()(rec), rec["uri"]
+            q = extractive.question(rec["question"])
+            target = {"names": q.names, "words": q.all, "": frozenset()}[novel]
+            text = {c: extractive.terms(" ".join(rec["rows"].get(c, {}).values()))
+                    for c in top}
+            title = {c: extractive.terms(rec["rows"].get(c, {}).get("title", ""))
+                     for c in top}
+            placed, rest = [], list(top)
+            while rest and (len({uri.get(p) for p in placed}) < kept
+                            or uri.get(rest[0]) in {uri.get(p) for p in placed}):
+                placed.append(rest.pop(0))
+            while rest:
+                said = frozenset().union(*(text[p] for p in placed))
+                context = said | extractive.terms(rec["question"])
+                pick = next((c for c in rest if (
+                    link and title[c] and title[c] <= context
+                    and title[c] not in [title[p] for p in placed])
+                    or (text[c] & target) - said), rest[0])
+                placed.append(pick)
+                rest.remove(pick)
+            return placed
+        return order
+
     return {"ppr": plain, "dense": dense, "head order": head(), "shipped": cover,
+            "cover: titles only": greedy(True, ""),
+            "cover: names only": greedy(False, "names"),
+            "cover: words only": greedy(False, "words"),
+            "cover: titles | words": greedy(True, "words"),
+            "cover: 2 documents kept": greedy(True, "names", 2),
             "match: dense only": head(bm25=False), "match only": head(0.0),
             "mixture 1/3 each": thirds(1 / 3, 1 / 3, 1 / 3),
             "mixture 1/2 1/4 1/4": thirds(1 / 2, 1 / 4, 1 / 4)}

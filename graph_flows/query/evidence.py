@@ -22,7 +22,7 @@ run on their own thread beside this module's steps:
    the order of graph_flows.query.passage_order: a mixture of their share of the mass and
    the question match of the dense and BM25 hits (both already fetched in step 2, so no
    statement more), the two kinds of evidence weighed alike (issue 24); then, their text
-   fetched, the first two documents stay and each later place goes to the first passage
+   fetched, the first document stays and each later place goes to the first passage
    that adds to those placed (the document of something named so far, or a name of the
    question not yet covered: passage_order.cover_order); entities and facts re-ranked by
    the mass of their nodes (facts: of both ends).

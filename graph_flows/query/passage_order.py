@@ -20,8 +20,8 @@ The two kinds weigh the same (:data:`GRAPH_WEIGHT` one half: no kind preferred).
 PageRank's order. docs/BENCHMARKS.md ("Issue 24") says what else was tried, on which
 questions, and why this should hold on others.
 
-Then, with the passages' text at hand, :func:`cover_order` keeps the first
-:data:`KEPT_DOCUMENTS` documents of that order where they are and places each next passage for
+Then, with the passages' text at hand, :func:`cover_order` keeps the first document
+(:data:`KEPT_DOCUMENTS`) of that order where it is and places each next passage for
 what it *adds* to the passages already placed (a greedy, coverage-aware choice, issue 24): the
 first passage, in that order, that is the document of something the question or the placed
 passages name (its title's words all among theirs: the bridge's own article, the next hop),
@@ -44,9 +44,9 @@ from graph_flows.query import extractive
 GRAPH_WEIGHT = 0.5
 """Weight of the graph's distribution in the mixture (the question match's: the rest)."""
 
-KEPT_DOCUMENTS = 2
-"""Documents at the head that :func:`cover_order` leaves where the evidence put them (the
-question's own best passages: R@2 and MRR are theirs)."""
+KEPT_DOCUMENTS = 1
+"""Documents at the head that :func:`cover_order` leaves where the evidence put them: the
+best (a greedy choice starts from it; every later place goes to what adds most)."""
 
 
 def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:

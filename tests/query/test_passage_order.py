@@ -126,9 +126,11 @@ def test_cover_order_keeps_the_head_and_brings_the_bridge_document_forward() -> 
     ]
     order = po.cover_order(rows, QUESTION)
     assert sorted(_ids(order)) == sorted(_ids(rows))  # the same passages
-    # the first two documents stay; the bridge's own article (its title named by a placed
+    # the first document stays; the bridge's own article (its title named by a placed
     # passage) comes before passages that only repeat the question's names
-    assert _ids(order) == ["j", "j2", "q", "x", "y"]
+    assert _ids(order) == ["j", "q", "j2", "x", "y"]
+    # with two documents kept, the bridge comes after them
+    assert _ids(po.cover_order(rows, QUESTION, kept=2)) == ["j", "j2", "q", "x", "y"]
 
 
 def test_cover_order_places_a_passage_naming_an_uncovered_name_of_the_question() -> None:
@@ -159,10 +161,11 @@ def test_cover_order_counts_documents_not_chunks_for_the_head() -> None:
         _row("w", "Wye", "nothing"),
         _row("q", "Quux Society", "first president Ada Lane"),
     ]
-    # two chunks of one document are one place of the head: z is the second document
-    assert _ids(po.cover_order(rows, QUESTION)) == ["j#1", "j#2", "z", "q", "w"]
+    # two chunks of one document are one place of the head
+    assert _ids(po.cover_order(rows, QUESTION)) == ["j#1", "j#2", "q", "z", "w"]
+    assert _ids(po.cover_order(rows, QUESTION, kept=2)) == ["j#1", "j#2", "z", "q", "w"]
     # a document already placed does not link again (its title is a placed title)
     again = [_row("q", "Quux Society", "a"), _row("w", "Wye", "b"),
              _row("q2", "Quux Society", "c", chunk="q#2"), _row("j", "Journal of Fooz", "d")]
-    assert _ids(po.cover_order(again, QUESTION)) == ["q", "w", "j", "q#2"]
+    assert _ids(po.cover_order(again, QUESTION)) == ["q", "j", "w", "q#2"]
     assert _ids(po.cover_order(rows, QUESTION, kept=5)) == _ids(rows)
