@@ -178,7 +178,8 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     out.passages = passage_order.cover_order(
         _passages(run, order, out.mass, dense, text_hits), question)
     shown = [p["id"] for p in out.passages]
-    order = shown + [c for c in order if c not in set(shown)]
+    placed = frozenset(shown)
+    order = shown + [c for c in order if c not in placed]
     out.steps["rows"] = _ms(start)
     out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
                 "seed_passages": len(seed_chunks),

@@ -35,18 +35,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from graph_flows.query import extractive
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
 
 GRAPH_WEIGHT = 0.5
 """Weight of the graph's distribution in the mixture (the question match's: the rest)."""
 
 KEPT_DOCUMENTS = 1
 """Documents at the head that :func:`cover_order` leaves where the evidence put them: the
-best (a greedy choice starts from it; every later place goes to what adds most)."""
+best (a greedy choice starts from it; every later place goes to the first passage that
+adds something)."""
 
 
 def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -113,8 +116,7 @@ def _document(row: Mapping[str, Any]) -> Any:
     return row.get("document_id") or row.get("uri") or row.get("id")
 
 
-def cover_order(rows: Sequence[Mapping[str, Any]], question: str,
-                kept: int = KEPT_DOCUMENTS) -> list[Mapping[str, Any]]:
+def cover_order(rows: Sequence[Row], question: str, kept: int = KEPT_DOCUMENTS) -> list[Row]:
     """``rows`` (passages with ``title`` and ``text``, in the evidence's order) with the
     rows of the first ``kept`` documents in place and each later place given to the first
     remaining row that adds to the rows placed before it (see the module docstring):
@@ -123,7 +125,7 @@ def cover_order(rows: Sequence[Mapping[str, Any]], question: str,
     (graph_flows.query.extractive.question) that no placed row names. When no row adds,
     the next row in order. The same rows, none added or dropped."""
     rest = list(rows)
-    placed: list[Mapping[str, Any]] = []
+    placed: list[Row] = []
     documents: set[Any] = set()
     while rest and (len(documents) < kept or _document(rest[0]) in documents):
         documents.add(_document(rest[0]))
