@@ -12,11 +12,13 @@ Usage::
 ``dump`` runs ``analyze_query`` and ``retrieve_knowledge`` (recipe ``ppr``) for every
 question and records, from inside the recipe (``evidence._pagerank`` wrapped, its result
 unchanged): the PageRank graph and degrees, the linked-fact entities' seed weights, the
-order the recipe returned, every candidate passage's dense cosine, BM25 score and mass, the
+order the recipe returned, the top passages' title and text, the names of their
+entities, every candidate passage's dense cosine, BM25 score and mass, the
 document each candidate chunk belongs to, the rest of the list ``krag eval multihop`` scores
 (fact sources, entity provenance) and the gold passages. Nothing goes into the repository.
 
 ``score`` replays orders from a dump (:func:`graph_flows.query.passage_order.head_order`,
+then :func:`~graph_flows.query.passage_order.cover_order` over the passages' text as shipped,
 the variants tried beside it, the plain PageRank order, and the recipe's dense top 30 as a
 ranking of its own), scored as ``krag eval multihop`` scores (R@2/5/10, AllSupp@10, MRR),
 on all questions, odd and even halves and by hop count.
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from bench.recording import dump_score_parser
-from graph_flows.query import evidence, nodes, passage_order, ppr
+from graph_flows.query import evidence, extractive, nodes, passage_order, ppr
 from graph_flows.query.context import QueryContext
 from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import RetrievalScore
@@ -45,6 +47,7 @@ from graph_flows.shared.scoped import scope_access
 from graph_flows.shared.settings import load_settings
 from storage.evidence import chunk_rows
 from storage.fulltext import entity_documents
+from storage.search import entities_by_ids
 
 
 def _recorder(sink: list[dict[str, Any]]) -> Callable[..., Any]:
@@ -90,14 +93,28 @@ def dump(args: argparse.Namespace) -> None:
                     full = graph_passages(state, entity_documents(conn, ids), docs)
                     rec["uri"] = {r["id"]: r["uri"] for r in chunk_rows(
                         conn, sorted(set(rec["chunks"]) | set(rec["dense"])))}
+                    rec["entity_names"] = {e.id: e.name for e in entities_by_ids(
+                        conn, [args.scope], _neighbours(rec["graph"], rec["order"]))}
                 rec |= {"question": q.question, "gold": list(q.gold), "full": full,
-                        "tail": [d for d in full if d not in set(docs)], "ms": ms}
+                        "tail": [d for d in full if d not in set(docs)], "ms": ms,
+                        "rows": {p["id"]: {"title": p.get("title") or "",
+                                           "text": p.get("text") or ""}
+                                 for p in state.get("passages") or []},
+                        "analysis": state.get("analysis")}
                 records.append(rec)
     finally:
         res.store.close()
     with open(args.out, "wb") as f:
         pickle.dump(records, f)
     print(f"{len(records)} questions -> {args.out}")
+
+
+def _neighbours(graph: ppr.Graph, chunks: Sequence[str]) -> list[str]:
+    """The non-chunk nodes joined by an edge to any of ``chunks`` (their entities)."""
+    ends = {graph.index[c] for c in chunks if c in graph.index}
+    near = {int(d) for s, d in zip(graph.src.tolist(), graph.dst.tolist(), strict=True)
+            if s in ends}
+    return sorted(n for n in (graph.nodes[i] for i in near) if not n.startswith("chk_"))
 
 
 def _docs(rec: dict[str, Any], chunks: Sequence[str]) -> list[str]:
@@ -135,7 +152,46 @@ def methods() -> dict[str, Callable[[dict[str, Any]], list[str]]]:
             return [top[i] for i in np.argsort(-np.asarray(fused), kind="stable")]
         return order
 
-    return {"ppr": plain, "dense": dense, "shipped": head(),
+    def cover(rec: dict[str, Any]) -> list[str]:
+        """The head order, then passage_order.cover_order over the passages' text."""
+        top = head()(rec)
+        rows = [{"id": c, "uri": rec["uri"].get(c), **rec["rows"].get(c, {})} for c in top]
+        return [r["id"] for r in passage_order.cover_order(rows, rec["question"])]
+
+    def greedy(link: bool, novel: str, kept: int = passage_order.KEPT_DOCUMENTS,
+               ) -> Callable[[dict[str, Any]], list[str]]:
+        """Variants of cover_order: titles linked or not, a novel question ``names`` or
+        ``words`` stem or none (""), ``kept`` head documents."""
+        def order(rec: dict[str, Any]) -> list[str]:
+            top, uri = head()(rec), rec["uri"]
+            q = extractive.question(rec["question"])
+            target = {"names": q.names, "words": q.all, "": frozenset()}[novel]
+            text = {c: extractive.terms(" ".join(rec["rows"].get(c, {}).values()))
+                    for c in top}
+            title = {c: extractive.terms(rec["rows"].get(c, {}).get("title", ""))
+                     for c in top}
+            placed, rest = [], list(top)
+            while rest and (len({uri.get(p) for p in placed}) < kept
+                            or uri.get(rest[0]) in {uri.get(p) for p in placed}):
+                placed.append(rest.pop(0))
+            while rest:
+                said = frozenset().union(*(text[p] for p in placed))
+                context = said | extractive.terms(rec["question"])
+                pick = next((c for c in rest if (
+                    link and title[c] and title[c] <= context
+                    and title[c] not in [title[p] for p in placed])
+                    or (text[c] & target) - said), rest[0])
+                placed.append(pick)
+                rest.remove(pick)
+            return placed
+        return order
+
+    return {"ppr": plain, "dense": dense, "head order": head(), "shipped": cover,
+            "cover: titles only": greedy(True, ""),
+            "cover: names only": greedy(False, "names"),
+            "cover: words only": greedy(False, "words"),
+            "cover: titles | words": greedy(True, "words"),
+            "cover: 2 documents kept": greedy(True, "names", 2),
             "match: dense only": head(bm25=False), "match only": head(0.0),
             "mixture 1/3 each": thirds(1 / 3, 1 / 3, 1 / 3),
             "mixture 1/2 1/4 1/4": thirds(1 / 2, 1 / 4, 1 / 4)}

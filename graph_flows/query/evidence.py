@@ -21,8 +21,11 @@ run on their own thread beside this module's steps:
 4. PageRank's top :data:`PASSAGE_LIMIT` passages by mass are the passages returned, in
    the order of graph_flows.query.passage_order: a mixture of their share of the mass and
    the question match of the dense and BM25 hits (both already fetched in step 2, so no
-   statement more), the two kinds of evidence weighed alike (issue 24); entities and facts
-   re-ranked by the mass of their nodes (facts: of both ends).
+   statement more), the two kinds of evidence weighed alike (issue 24); then, their text
+   fetched, the first document stays and each later place goes to the first passage
+   that adds to those placed (the document of something named so far, or a name of the
+   question not yet covered: passage_order.cover_order); entities and facts re-ranked by
+   the mass of their nodes (facts: of both ends).
 
 Weights and limits are the module constants; none was tuned on the evaluation questions
 (docs/bench/HISTORY.md says which were measured and on what; the synonym threshold is the
@@ -106,7 +109,7 @@ def retrieve_ppr(
         # the linked facts' ends and sources come with the candidates' (one statement each)
         extra=None if linked_job is None else _linked_ids(linked_job))
     ranked = ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job, as_of,
-                             linked_job)
+                             linked_job, question)
     base = base_job.result()
     if ranked is not None and base.looked_up is not None:
         ranked.entity_rows, ranked.sources = base.looked_up.entities, base.looked_up.sources
@@ -145,7 +148,8 @@ class Ranked:
 def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
                     dense_job: Future[list[evidence.ChunkHit]] | None,
                     text_job: Future[list[evidence.ChunkHit]], as_of: Any,
-                    linked_job: Future[list[search.FactHit]] | None) -> Ranked | None:
+                    linked_job: Future[list[search.FactHit]] | None, question: str,
+                    ) -> Ranked | None:
     """Steps 1-4 of the module docstring, the passage and fact searches being under way
     (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
     has no chunk vectors."""
@@ -171,7 +175,11 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     graph, order = _pagerank(out, hood, top, dense, text_hits)
     out.steps["pagerank"] = _ms(start)
     start = time.perf_counter()
-    out.passages = _passages(run, order, out.mass, dense, text_hits)
+    out.passages = passage_order.cover_order(
+        _passages(run, order, out.mass, dense, text_hits), question)
+    shown = [p["id"] for p in out.passages]
+    placed = frozenset(shown)
+    order = shown + [c for c in order if c not in placed]
     out.steps["rows"] = _ms(start)
     out.info = {"linked_facts": len(out.linked), "seed_entities": len(out.seed_entities),
                 "seed_passages": len(seed_chunks),

@@ -19,17 +19,37 @@ mixture of two probability distributions over passages, one per kind of evidence
 The two kinds weigh the same (:data:`GRAPH_WEIGHT` one half: no kind preferred). Ties keep
 PageRank's order. docs/bench/HISTORY.md ("Issue 24 (2026-11-25): ranking at the head") says
 what else was tried, on which questions, and why this should hold on others.
+
+Then, with the passages' text at hand, :func:`cover_order` keeps the first document
+(:data:`KEPT_DOCUMENTS`) of that order where it is and places each next passage for
+what it *adds* to the passages already placed (a greedy, coverage-aware choice, issue 24): the
+first passage, in that order, that is the document of something the question or the placed
+passages name (its title's words all among theirs: the bridge's own article, the next hop),
+or that names a name of the question no placed passage names yet (a part of the question
+still uncovered); when none does, the next in order. A multi-hop question needs passages
+about different parts of it and about the bridge between them, not several passages about
+its best-matched part. docs/bench/head_r5.md has the measurements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import repeat
+from typing import Any, TypeVar
 
 import numpy as np
 
+from graph_flows.query import extractive
+
+Row = TypeVar("Row", bound=Mapping[str, Any])
+
 GRAPH_WEIGHT = 0.5
 """Weight of the graph's distribution in the mixture (the question match's: the rest)."""
+
+KEPT_DOCUMENTS = 1
+"""Documents at the head that :func:`cover_order` leaves where the evidence put them: the
+best (a greedy choice starts from it; every later place goes to the first passage that
+adds something)."""
 
 
 def standardised_softmax(scores: Mapping[str, float]) -> dict[str, float]:
@@ -90,3 +110,41 @@ def head_order(top: Sequence[str], candidates: Sequence[str], mass: Mapping[str,
     fused = np.fromiter((graph_weight * graph[i] + (1 - graph_weight) * match.get(i, 0.0)
                          for i in top), dtype=np.float64, count=len(top))
     return [top[i] for i in np.argsort(-fused, kind="stable").tolist()]
+
+
+def _document(row: Mapping[str, Any]) -> Any:
+    return row.get("document_id") or row.get("uri") or row.get("id")
+
+
+def cover_order(rows: Sequence[Row], question: str, kept: int = KEPT_DOCUMENTS) -> list[Row]:
+    """``rows`` (passages with ``title`` and ``text``, in the evidence's order) with the
+    rows of the first ``kept`` documents in place and each later place given to the first
+    remaining row that adds to the rows placed before it (see the module docstring):
+    its title's content words are non-empty, all among the question's and the placed rows'
+    words, and not a placed row's title; or it names one of the question's names
+    (graph_flows.query.extractive.question) that no placed row names. When no row adds,
+    the next row in order. The same rows, none added or dropped."""
+    rest = list(rows)
+    placed: list[Row] = []
+    documents: set[Any] = set()
+    while rest and (len(documents) < kept or _document(rest[0]) in documents):
+        documents.add(_document(rest[0]))
+        placed.append(rest.pop(0))
+    if not rest:
+        return placed
+    names = extractive.question(question).names
+    question_words = extractive.terms(question)
+    words = [extractive.terms(f"{r.get('title') or ''} {r.get('text') or ''}") for r in rest]
+    titles = [extractive.terms(r.get("title") or "") for r in rest]
+    said = frozenset().union(*(extractive.terms(
+        f"{r.get('title') or ''} {r.get('text') or ''}") for r in placed))
+    placed_titles = [extractive.terms(r.get("title") or "") for r in placed]
+    while rest:
+        context = said | question_words
+        pick = next((i for i, (title, text) in enumerate(zip(titles, words, strict=True))
+                     if (title and title <= context and title not in placed_titles)
+                     or (text & names) - said), 0)
+        placed.append(rest.pop(pick))
+        said |= words.pop(pick)
+        placed_titles.append(titles.pop(pick))
+    return placed

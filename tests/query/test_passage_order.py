@@ -103,3 +103,69 @@ def test_graph_weight_decides_between_the_graph_and_the_match() -> None:
     dense = {"d": 0.9, "g": 0.1, "x": 0.1}
     assert po.head_order(top, top, mass, dense, {}, graph_weight=1.0)[0] == "g"
     assert po.head_order(top, top, mass, dense, {}, graph_weight=0.0)[0] == "d"
+
+
+def _row(doc: str, title: str, text: str, chunk: str = "") -> dict[str, str]:
+    return {"id": chunk or doc, "document_id": doc, "title": title, "text": text}
+
+
+def _ids(rows: list) -> list[str]:
+    return [r["id"] for r in rows]
+
+
+QUESTION = "Who was the first president of the association that published Journal of Fooz?"
+
+
+def test_cover_order_keeps_the_head_and_brings_the_bridge_document_forward() -> None:
+    rows = [
+        _row("j", "Journal of Fooz", "The Journal of Fooz is published by the Quux Society."),
+        _row("j2", "Journal of Fooz Studies", "A journal of Fooz studies."),
+        _row("x", "Topics", "Fooz is a journal topic, as the Journal of Fooz says."),
+        _row("y", "Journal of Barz", "The Journal of Barz is a journal."),
+        _row("q", "Quux Society", "The Quux Society's first president was Ada Lane."),
+    ]
+    order = po.cover_order(rows, QUESTION)
+    assert sorted(_ids(order)) == sorted(_ids(rows))  # the same passages
+    # the first document stays; the bridge's own article (its title named by a placed
+    # passage) comes before passages that only repeat the question's names
+    assert _ids(order) == ["j", "q", "j2", "x", "y"]
+    # with two documents kept, the bridge comes after them
+    assert _ids(po.cover_order(rows, QUESTION, kept=2)) == ["j", "j2", "q", "x", "y"]
+
+
+def test_cover_order_places_a_passage_naming_an_uncovered_name_of_the_question() -> None:
+    question = "Which river flows through the birthplace of Mira Solen?"
+    rows = [
+        _row("a", "Solen family", "The Solen family is old."),
+        _row("b", "Old families", "Many old families."),
+        _row("c", "Water", "Rivers flow."),
+        _row("d", "Some town", "Mira Solen was born in Tarn."),
+    ]
+    # "Mira" is named by no placed passage: the passage that names it comes next
+    assert _ids(po.cover_order(rows, question)) == ["a", "b", "d", "c"]
+
+
+def test_cover_order_without_anything_to_add_keeps_the_order() -> None:
+    rows = [_row(d, "", "nothing here") for d in "abcde"]
+    assert _ids(po.cover_order(rows, "what is it?")) == list("abcde")
+    assert po.cover_order([], QUESTION) == []
+    short = [_row("a", "Quux Society", "x"), _row("b", "Journal of Fooz", "y")]
+    assert _ids(po.cover_order(short, QUESTION)) == ["a", "b"]
+
+
+def test_cover_order_counts_documents_not_chunks_for_the_head() -> None:
+    rows = [
+        _row("j", "Journal of Fooz", "published by the Quux Society", chunk="j#1"),
+        _row("j", "Journal of Fooz", "more of it", chunk="j#2"),
+        _row("z", "Zed", "nothing"),
+        _row("w", "Wye", "nothing"),
+        _row("q", "Quux Society", "first president Ada Lane"),
+    ]
+    # two chunks of one document are one place of the head
+    assert _ids(po.cover_order(rows, QUESTION)) == ["j#1", "j#2", "q", "z", "w"]
+    assert _ids(po.cover_order(rows, QUESTION, kept=2)) == ["j#1", "j#2", "z", "q", "w"]
+    # a document already placed does not link again (its title is a placed title)
+    again = [_row("q", "Quux Society", "a"), _row("w", "Wye", "b"),
+             _row("q2", "Quux Society", "c", chunk="q#2"), _row("j", "Journal of Fooz", "d")]
+    assert _ids(po.cover_order(again, QUESTION)) == ["q", "j", "w", "q#2"]
+    assert _ids(po.cover_order(rows, QUESTION, kept=5)) == _ids(rows)
