@@ -52,6 +52,13 @@ class IndexingContext:
                                  "ingest resumed after failures can differ from a clean "
                                  "one (docs/BENCHMARKS.md, issue 25)."},
     )
+    look_ahead: bool = field(
+        default=True,
+        metadata={"description": "With an LLM, claim and extract the next batch while the "
+                                 "current one is validated, resolved, embedded and written "
+                                 "(the model is never idle between batches). A failed step "
+                                 "stops it: no call starts after the failure."},
+    )
     batch_size: int = field(
         default=32,
         metadata={"description": "Chunks claimed, extracted and written per transaction."},
