@@ -77,9 +77,12 @@ class NextBatch:
 
     def result(self) -> tuple[Batch, list[dict[str, Any]]]:
         """The claimed batch and its extractions (order kept), once every call ended;
-        raises what the claim raised."""
+        raises what the claim raised. Interrupted (Ctrl-C), no further call starts."""
         try:
             return self._future.result()
+        except BaseException:
+            self._stop.set()
+            raise
         finally:
             self._pool.shutdown(wait=True)
 
@@ -102,7 +105,6 @@ class NextBatch:
         except Exception:  # noqa: BLE001 - best effort, see above
             log.warning("could not put %d chunks claimed ahead back to pending", len(ids),
                         exc_info=True)
-
 
 
 # -- the graph step -------------------------------------------------------------------------
@@ -133,9 +135,16 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
         raise
     try:
         batch, extractions = ahead.result() if ahead is not None else ([], [])
-    except Exception:  # noqa: BLE001 - the claim failed: ``claim_batch`` claims again
-        log.warning("claiming the next batch ahead failed; claiming it again", exc_info=True)
+    except Exception:  # noqa: BLE001 - ``claim_batch`` claims (and retries) again
+        log.warning("claiming or extracting the next batch ahead failed; claiming it again",
+                    exc_info=True)
+        if ahead is not None:
+            ahead.cancel(res.store.release_chunks)
         batch, extractions = [], []
+    except BaseException:
+        if ahead is not None:
+            ahead.cancel(res.store.release_chunks)
+        raise
     usage = {key: sum(r[field] for r in extractions) for key, field in
              (("calls", "llm_calls"), ("input_tokens", "input_tokens"),
               ("output_tokens", "output_tokens"))}

@@ -365,6 +365,30 @@ def test_a_run_failing_in_write_leaves_no_llm_call_running(
     # claimed under this process's id (its next run takes it back); the look-ahead's not
 
 
+def test_a_failed_claim_ahead_is_claimed_again(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look-ahead's claim failing (the database went away) costs nothing: the batch is
+    stored, ``claim_batch`` claims again, every chunk is extracted once."""
+    from graph_flows.indexing import ahead
+
+    claims = []
+    original = ahead.claim_chunks
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        claims.append(1)
+        if len(claims) == 1:
+            raise RuntimeError("connection lost")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ahead, "claim_chunks", flaky)
+    chat = ScriptedChatModel.per_document(catalogue_reply)
+    texts = [f"{DOC_A} Report {n}." for n in range(6)]
+    out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2)
+    assert len(claims) >= 2 and out["chunks"]["completed"] == len(texts)
+    assert len(chat.calls) == out["llm"]["calls"] == len(texts)
+    assert statuses(store) == {"completed": len(texts)}
+
+
 def test_look_ahead_builds_the_graph_a_batch_at_a_time_builds(
         db_url: str, empty_db_url: str) -> None:
     """With the look-ahead on (default in LLM mode) or off, the same graph."""
