@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -43,7 +44,16 @@ import psycopg
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
-from bench.indexing_throughput import Databases, StubServer, embedder, timed_run, write_corpus
+from bench.fakes import ContentLLMServer
+from bench.indexing_throughput import (
+    Databases,
+    StubServer,
+    embedder,
+    stub_reply,
+    timed_run,
+    vocabulary,
+    write_corpus,
+)
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.scoped import whole_store_access
@@ -58,9 +68,31 @@ def load() -> list[float]:
 
 
 def cpu_s() -> float:
-    """User + system CPU seconds of this process and its waited-for children."""
+    """User + system CPU seconds of this process and its waited-for children (the `krag
+    ingest` processes it ran)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def server_cpu_s(dbs: Databases) -> float:
+    """User + system CPU seconds of the benchmark's embedded PostgreSQL: the postmaster,
+    its live backends and those that exited (0.0 on an external server)."""
+    import psutil
+
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if (proc.info.get("name") or "").startswith("postgres") and str(dbs.tmp) in cmd \
+                and " -D " in f" {cmd}":
+            try:
+                t = proc.cpu_times()
+                total = t.user + t.system + t.children_user + t.children_system
+                for child in proc.children(recursive=True):
+                    c = child.cpu_times()
+                    total += c.user + c.system
+                return total
+            except psutil.Error:
+                return 0.0
+    return 0.0
 
 
 class NodeTimer(BaseCallbackHandler):
@@ -119,7 +151,7 @@ def _one(dbs: Databases, chat: Any, emb: Any, emb_name: str, corpus: Path, setti
     store = dbs.fresh()
     ctx = IndexingContext(concurrency=args.concurrency, batch_size=args.batch_size,
                           look_ahead=ahead)
-    before, cpu0 = load(), cpu_s()
+    before, cpu0, pg0 = load(), cpu_s(), server_cpu_s(dbs)
     try:
         if profile:
             timer = NodeTimer()
@@ -142,7 +174,9 @@ def _one(dbs: Databases, chat: Any, emb: Any, emb_name: str, corpus: Path, setti
            "chunks_per_s": round(done / secs, 2), "ideal_per_s": ideal,
            "pct_of_ideal": round(100 * done / secs / ideal, 1),
            "llm_calls_per_chunk": round(out["llm"]["calls"] / max(done, 1), 3),
-           "cpu_s": round(cpu_s() - cpu0, 1), "load_before": before, "load_after": load()}
+           "cpu_s": round(cpu_s() - cpu0, 1), "server_cpu_s": round(server_cpu_s(dbs) - pg0, 1),
+           "load_before": before, "load_after": load()}
+    row["cpu_ms_per_chunk"] = round(1000 * (row["cpu_s"] + row["server_cpu_s"]) / max(done, 1))
     if nodes is not None:
         row["profile_node_seconds"] = nodes
     print(json.dumps(row), flush=True)
@@ -150,6 +184,28 @@ def _one(dbs: Databases, chat: Any, emb: Any, emb_name: str, corpus: Path, setti
 
 
 # -- separate `krag ingest` processes -------------------------------------------------------
+def _serve_chat_latency(latency: float, queue: Any, stop: Any) -> None:
+    """Child process: the stub whose chat replies (only) wait ``latency``; it also serves
+    ``openai:fake-embed`` embeddings at once (a hash embedder for the CLI processes)."""
+    import random
+
+    server = ContentLLMServer(reply=stub_reply(vocabulary(random.Random(7))), dim=384)
+    server.fault = lambda req: latency if req.path == "/v1/chat/completions" else None
+    with server:
+        queue.put(server.openai_url)
+        stop.wait()
+
+
+class ChatLatencyServer(StubServer):
+    """:class:`StubServer` with the latency on chat requests only."""
+
+    def __init__(self, latency: float) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._queue, self._stop = ctx.Queue(), ctx.Event()
+        self._proc = ctx.Process(target=_serve_chat_latency,
+                                 args=(latency, self._queue, self._stop), daemon=True)
+
+
 def krag_env(db_url: str, llm_url: str, data_dir: Path, embedding: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
     env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="openai:stub",
@@ -221,7 +277,7 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
     if args.defer_index:
         cli_args.append("--defer-index")
     graphs = {}
-    with StubServer(args.latency, args.chunks) as llm_url:
+    with ChatLatencyServer(args.latency) as llm_url:
         for n in [int(x) for x in args.processes.split(",")]:
             db_url = fresh_database(dbs)
             store = KnowledgeStore.open(db_url, embedding_model=args.embedding,
@@ -229,8 +285,9 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
             env = krag_env(db_url, llm_url, work / f"data-{n}", args.embedding)
             log_dir = work / f"logs-{n}"
             log_dir.mkdir(parents=True, exist_ok=True)
-            before = load()
+            before, cpu0, pg0 = load(), cpu_s(), server_cpu_s(dbs)
             secs, reports = run_processes(n, cli_args, env, log_dir)
+            cpu, pg = cpu_s() - cpu0, server_cpu_s(dbs) - pg0
             ids = graph_ids(store)
             store.close()
             done = sum(r["chunks"]["completed"] for r in reports)
@@ -246,6 +303,8 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
                    "entities": len(ids["entities"]), "relations": len(ids["relations"]),
                    "llm_calls_per_chunk": ids["llm_calls_per_chunk"],
                    "attempts": ids["attempts"], "claiming_workers": ids["workers"],
+                   "krag_cpu_s": round(cpu, 1), "server_cpu_s": round(pg, 1),
+                   "cpu_ms_per_chunk": round(1000 * (cpu + pg) / max(done, 1)),
                    "load_before": before, "load_after": load()}
             row["pct_of_ideal"] = round(100 * row["chunks_per_s"] / row["ideal_per_s"], 1)
             if n != min(graphs):
@@ -273,7 +332,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="lookahead: node times")
     parser.add_argument("--processes", default="1,2", help="processes: counts to run")
     parser.add_argument("--workers", type=int, default=1, help="processes: --workers each")
-    parser.add_argument("--embedding", default="local:minilm", help="processes: model")
+    parser.add_argument("--embedding", default="local:minilm",
+                        help="processes: local:minilm, or openai:fake-embed (served by the "
+                             "stub at once: isolates the extraction like the hash embedder)")
     parser.add_argument("--out", type=Path, help="also write the JSON lines here")
     args = parser.parse_args()
     dbs = Databases()
