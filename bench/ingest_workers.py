@@ -223,6 +223,35 @@ def fresh_database(dbs: Databases) -> str:
     return urlunsplit(urlsplit(dbs.url)._replace(path=f"/{name}"))
 
 
+class WaitSampler:
+    """Samples, every 0.25 s, what the database's active backends wait on (pg_stat_activity):
+    how often a backend waited on a lock held by another (two writers on the same rows)."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.samples = url, Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(0.25):
+                rows = conn.execute(
+                    "SELECT coalesce(wait_event_type, 'CPU') || ':' || coalesce(wait_event, '-')"
+                    " FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND state = 'active' AND pid <> pg_backend_pid()").fetchall()
+                self.samples["ticks"] += 1
+                for (what,) in rows:
+                    self.samples[what] += 1
+
+    def __enter__(self) -> WaitSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def run_processes(n: int, cli_args: list[str], env: dict[str, str],
                   log_dir: Path) -> tuple[float, list[dict[str, Any]]]:
     """Start ``n`` `krag ingest` processes at once; (wall seconds, their --json reports)."""
@@ -286,7 +315,8 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
             log_dir = work / f"logs-{n}"
             log_dir.mkdir(parents=True, exist_ok=True)
             before, cpu0, pg0 = load(), cpu_s(), server_cpu_s(dbs)
-            secs, reports = run_processes(n, cli_args, env, log_dir)
+            with WaitSampler(db_url) as waits:
+                secs, reports = run_processes(n, cli_args, env, log_dir)
             cpu, pg = cpu_s() - cpu0, server_cpu_s(dbs) - pg0
             ids = graph_ids(store)
             store.close()
@@ -304,6 +334,7 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
                    "llm_calls_per_chunk": ids["llm_calls_per_chunk"],
                    "attempts": ids["attempts"], "claiming_workers": ids["workers"],
                    "krag_cpu_s": round(cpu, 1), "server_cpu_s": round(pg, 1),
+                   "backend_waits_per_0_25s_sample": dict(waits.samples.most_common(8)),
                    "cpu_ms_per_chunk": round(1000 * (cpu + pg) / max(done, 1)),
                    "load_before": before, "load_after": load()}
             row["pct_of_ideal"] = round(100 * row["chunks_per_s"] / row["ideal_per_s"], 1)
