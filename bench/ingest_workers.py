@@ -199,6 +199,13 @@ def _serve_chat_latency(latency: float, queue: Any, stop: Any) -> None:
 class ChatLatencyServer(StubServer):
     """:class:`StubServer` with the latency on chat requests only."""
 
+    def cpu_s(self) -> float:
+        """User + system CPU seconds of the stub's process so far."""
+        import psutil
+
+        t = psutil.Process(self._proc.pid).cpu_times()
+        return t.user + t.system
+
     def __init__(self, latency: float) -> None:
         ctx = multiprocessing.get_context("spawn")
         self._queue, self._stop = ctx.Queue(), ctx.Event()
@@ -306,7 +313,8 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
     if args.defer_index:
         cli_args.append("--defer-index")
     graphs = {}
-    with ChatLatencyServer(args.latency) as llm_url:
+    stub = ChatLatencyServer(args.latency)
+    with stub as llm_url:
         for n in [int(x) for x in args.processes.split(",")]:
             db_url = fresh_database(dbs)
             store = KnowledgeStore.open(db_url, embedding_model=args.embedding,
@@ -314,7 +322,7 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
             env = krag_env(db_url, llm_url, work / f"data-{n}", args.embedding)
             log_dir = work / f"logs-{n}"
             log_dir.mkdir(parents=True, exist_ok=True)
-            before, cpu0, pg0 = load(), cpu_s(), server_cpu_s(dbs)
+            before, cpu0, pg0, stub0 = load(), cpu_s(), server_cpu_s(dbs), stub.cpu_s()
             with WaitSampler(db_url) as waits:
                 secs, reports = run_processes(n, cli_args, env, log_dir)
             cpu, pg = cpu_s() - cpu0, server_cpu_s(dbs) - pg0
@@ -334,6 +342,7 @@ def processes(args: argparse.Namespace, dbs: Databases, work: Path) -> list[dict
                    "llm_calls_per_chunk": ids["llm_calls_per_chunk"],
                    "attempts": ids["attempts"], "claiming_workers": ids["workers"],
                    "krag_cpu_s": round(cpu, 1), "server_cpu_s": round(pg, 1),
+                   "stub_llm_cpu_s": round(stub.cpu_s() - stub0, 1),
                    "backend_waits_per_0_25s_sample": dict(waits.samples.most_common(8)),
                    "cpu_ms_per_chunk": round(1000 * (cpu + pg) / max(done, 1)),
                    "load_before": before, "load_after": load()}
