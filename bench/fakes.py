@@ -35,6 +35,18 @@ def document_of(messages: Sequence[BaseMessage]) -> str:
     return ""
 
 
+def document_in_body(body: Any) -> str:
+    """The chunk text inside ``<document>`` of an OpenAI/Ollama chat request body ('' when
+    absent)."""
+    for message in (body or {}).get("messages", []):
+        if message.get("role") == "system":
+            continue
+        match = _DOC.search(str(message.get("content") or ""))
+        if match:
+            return match.group(1)
+    return ""
+
+
 def rules_reply(text: str) -> str:
     """Extraction JSON produced by the rule extractor (deterministic for any text)."""
     from graph_flows.indexing.extraction.rules import extract_rules
@@ -97,13 +109,4 @@ class ContentLLMServer(LLMServer):
         self._local.body = req.body
 
     def _next_reply(self) -> str:
-        body = getattr(self._local, "body", None) or {}
-        text = ""
-        for message in body.get("messages", []):
-            if message.get("role") == "system":
-                continue
-            match = _DOC.search(str(message.get("content") or ""))
-            if match:
-                text = match.group(1)
-                break
-        return self.reply(text)
+        return self.reply(document_in_body(getattr(self._local, "body", None)))

@@ -1,5 +1,8 @@
-"""Entity and relation upserts: max confidence kept, missing summaries filled, aliases added,
-provenance merged."""
+"""Entity and relation upserts: max confidence kept, the longer summary kept (of two as long,
+the first in code point order), a relation's fact of the higher confidence (then code point
+order), aliases added, provenance merged. The summary and fact rules are total orders, so
+workers writing the same entity at once end with what one worker writing them in any order
+does (graph_flows.indexing.resolve.wins)."""
 
 from __future__ import annotations
 
@@ -27,8 +30,11 @@ WITH up AS (
         confidence = GREATEST(e.confidence, EXCLUDED.confidence),
         aliases = e.aliases || ARRAY(SELECT a FROM unnest(EXCLUDED.aliases) a
                                      WHERE a <> ALL(e.aliases) AND a <> e.name),
-        summary = CASE WHEN e.summary = '' THEN EXCLUDED.summary ELSE e.summary END,
-        embedding = CASE WHEN e.summary = '' AND EXCLUDED.summary <> ''
+        summary = CASE WHEN (length(EXCLUDED.summary), e.summary COLLATE "C")
+                            > (length(e.summary), EXCLUDED.summary COLLATE "C")
+                       THEN EXCLUDED.summary ELSE e.summary END,
+        embedding = CASE WHEN (length(EXCLUDED.summary), e.summary COLLATE "C")
+                              > (length(e.summary), EXCLUDED.summary COLLATE "C")
                          THEN COALESCE(EXCLUDED.embedding, e.embedding)
                          ELSE COALESCE(e.embedding, EXCLUDED.embedding) END,
         updated_at = now()
@@ -48,8 +54,12 @@ FROM stage_relations
 ORDER BY id, confidence DESC
 ON CONFLICT (id) DO UPDATE SET
     confidence = GREATEST(r.confidence, EXCLUDED.confidence),
-    fact = CASE WHEN EXCLUDED.confidence > r.confidence THEN EXCLUDED.fact ELSE r.fact END,
-    embedding = CASE WHEN EXCLUDED.confidence > r.confidence AND EXCLUDED.embedding IS NOT NULL
+    fact = CASE WHEN (EXCLUDED.confidence, r.fact COLLATE "C")
+                     > (r.confidence, EXCLUDED.fact COLLATE "C")
+                THEN EXCLUDED.fact ELSE r.fact END,
+    embedding = CASE WHEN (EXCLUDED.confidence, r.fact COLLATE "C")
+                          > (r.confidence, EXCLUDED.fact COLLATE "C")
+                          AND EXCLUDED.embedding IS NOT NULL
                      THEN EXCLUDED.embedding ELSE COALESCE(r.embedding, EXCLUDED.embedding) END,
     valid_at = COALESCE(r.valid_at, EXCLUDED.valid_at),
     invalid_at = COALESCE(r.invalid_at, EXCLUDED.invalid_at),

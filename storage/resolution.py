@@ -48,6 +48,7 @@ class KnownRelation:
     id: str
     confidence: float
     has_embedding: bool
+    fact: str = ""
 
 
 def existing_entities(conn: Connection, entity_ids: Sequence[str]) -> dict[str, KnownEntity]:
@@ -67,9 +68,9 @@ def existing_relations(
     if not relation_ids:
         return {}
     rows = conn.execute(text(
-        "SELECT id, confidence, embedding IS NOT NULL AS has_embedding "
+        "SELECT id, confidence, embedding IS NOT NULL AS has_embedding, fact "
         "FROM relations WHERE id = ANY(:ids)"), {"ids": list(relation_ids)}).all()
-    return {r.id: KnownRelation(r.id, r.confidence, r.has_embedding) for r in rows}
+    return {r.id: KnownRelation(r.id, r.confidence, r.has_embedding, r.fact) for r in rows}
 
 
 _SIMILAR = """
@@ -148,13 +149,15 @@ def name_similarities(engine: Engine, pairs: Sequence[tuple[str, str]]) -> list[
 def prefer_longer_summaries(
     conn: Connection, updates: Sequence[tuple[str, str, Sequence[float] | None]]
 ) -> int:
-    """Set (summary, embedding) of entities whose stored summary is shorter; returns rows."""
+    """Set (summary, embedding) of entities whose stored summary is shorter (or as long and
+    later in code point order: the rule of the entity upsert); returns rows."""
     if not updates:
         return 0
     result = conn.execute(text(
         "UPDATE entities SET summary = :summary, updated_at = now(), "
         "embedding = COALESCE(CAST(:embedding AS vector), embedding) "
-        "WHERE id = :id AND length(summary) < length(:summary)"),
+        "WHERE id = :id AND (length(CAST(:summary AS text)), summary COLLATE \"C\") "
+        "> (length(summary), CAST(:summary AS text) COLLATE \"C\")"),
         [{"id": i, "summary": s, "embedding": vector_literal(v)}
          for i, s, v in sorted(updates)])
     return result.rowcount or 0

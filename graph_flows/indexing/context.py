@@ -11,6 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+MAX_CONCURRENCY = 256  # LLM calls in flight per worker: threads, and the model server's queue
+MAX_BATCH_SIZE = 4096  # chunks per claimed batch: one transaction, held in memory
+# Worker processes of one ingest: each is a Python process with its models and database
+# connections; past this, one machine only thrashes (run more machines on one database).
+MAX_WORKERS = 64
+
 
 @dataclass(kw_only=True)
 class IndexingContext:
@@ -52,6 +58,13 @@ class IndexingContext:
                                  "ingest resumed after failures can differ from a clean "
                                  "one (docs/bench/HISTORY.md, issue 25)."},
     )
+    look_ahead: bool = field(
+        default=True,
+        metadata={"description": "With an LLM, claim and extract the next batch while the "
+                                 "current one is validated, resolved, embedded and written "
+                                 "(the model is never idle between batches). A failed step "
+                                 "stops it: no call starts after the failure."},
+    )
     batch_size: int = field(
         default=32,
         metadata={"description": "Chunks claimed, extracted and written per transaction."},
@@ -68,6 +81,15 @@ class IndexingContext:
         default=None,
         metadata={"description": "Name recorded on claimed chunks. Unset: '<hostname>:<pid>'."},
     )
+
+    def __post_init__(self) -> None:
+        """Limits: a value outside them is a one-line ValueError naming it."""
+        for name, top, what in (("concurrency", MAX_CONCURRENCY, "LLM calls in flight"),
+                                ("batch_size", MAX_BATCH_SIZE, "chunks per batch")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
+                raise ValueError(f"{name} must be a whole number from 1 to {top} ({what}); "
+                                 f"got {value!r}")
 
     @classmethod
     def coerce(cls, value: Any) -> IndexingContext:

@@ -2,7 +2,8 @@
 embeddings and writes to PostgreSQL, one claimed batch at a time.
 
     prepare -> sync_documents -> claim_batch -> extract -> validate -> resolve -> write
-                                      ^                                          |
+                                      ^                 |                        |
+                                      |                 +-> store_and_extract_next (LLM mode)
                                       +------------------------------------------+
 
 ``sync_documents`` stores each document version (unchanged documents add no work). The loop
@@ -13,6 +14,12 @@ a run killed at any point loses at most its batch in flight, which is claimed ag
 ``extract`` runs the batch's LLM calls ``concurrency`` at a time on a pool that lives only
 inside that step, so no call outlives it and nothing about a run is kept outside its state:
 a run that fails in ``resolve`` or ``write`` leaves nothing calling the LLM.
+
+With an LLM, ``store_and_extract_next`` replaces validate -> resolve -> write: it runs them
+while claiming and extracting the next batch on threads it owns
+(:mod:`graph_flows.indexing.ahead`), then loops on that batch, so the model is not idle
+while a batch is stored. The look-ahead ends inside that step too: a step failing while it
+stores stops it (no call starts after the failure) and puts the chunks claimed ahead back.
 
 ``write`` embeds the new or changed texts and writes them with the graph (embedding and
 writing are one node so vectors never enter the state, which a checkpointer such as
@@ -34,6 +41,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import RetryPolicy
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from graph_flows.indexing.ahead import store_and_extract_next
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.nodes import (
     claim_batch,
@@ -62,6 +70,17 @@ def after_claim(state: IndexingState) -> Literal["extract", "__end__"]:
     return "extract" if state["batch"] else END
 
 
+def after_extract(state: IndexingState) -> Literal["validate", "store_and_extract_next"]:
+    """Store the batch step by step, or while the next one is extracted (LLM mode)."""
+    return "store_and_extract_next" if state.get("look_ahead") else "validate"
+
+
+def after_store(state: IndexingState) -> Literal["store_and_extract_next", "claim_batch"]:
+    """The batch extracted ahead is stored next; none (nothing was pending, or the claim
+    ahead failed): ``claim_batch`` claims again or ends the run."""
+    return "store_and_extract_next" if state["batch"] else "claim_batch"
+
+
 def lost_connection(exc: Exception) -> bool:
     """A database connection that died under a node (server restart, pg_terminate_backend),
     or another transient server-side error (SQLSTATE classes 08, 40, 57: OperationalError)."""
@@ -80,14 +99,15 @@ builder = StateGraph(IndexingState, context_schema=IndexingContext,
 _in_scope = scoped_node(lambda state: state.get("claim_scope") or state.get("scope"))
 for node in (prepare, sync_documents, validate):
     builder.add_node(_in_scope(node))
-for node in (claim_batch, extract, resolve, write):
+for node in (claim_batch, extract, resolve, write, store_and_extract_next):
     builder.add_node(_in_scope(node), retry_policy=DB_RETRY)
 builder.add_edge(START, "prepare")
 builder.add_edge("prepare", "sync_documents")
 builder.add_conditional_edges("sync_documents", after_sync)
 builder.add_conditional_edges("claim_batch", after_claim)
-for a, b in (("extract", "validate"), ("validate", "resolve"), ("resolve", "write"),
-             ("write", "claim_batch")):
+builder.add_conditional_edges("extract", after_extract)
+builder.add_conditional_edges("store_and_extract_next", after_store)
+for a, b in (("validate", "resolve"), ("resolve", "write"), ("write", "claim_batch")):
     builder.add_edge(a, b)
 
 graph = refuse_unknown_keys(builder.compile(name="indexing"), InputState).with_config(

@@ -68,7 +68,8 @@ def run_sources(inputs: dict[str, Any]) -> list[str]:
 
 # -- nodes ----------------------------------------------------------------------------------
 def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Resolve the extraction mode, the worker id and what to claim; requeue failed chunks."""
+    """Resolve the extraction mode, the worker id and what to claim (and whether the next
+    batch is extracted while one is stored); requeue failed chunks."""
     ctx = context_of(runtime)
     res = get_resources(ctx)
     scope = state.get("scope") or res.settings.scope
@@ -81,6 +82,7 @@ def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     return {"mode": "llm" if res.llm_mode else "no-llm", "model": res.model_spec,
             "notice": res.notice, "worker": ctx.worker_id or local_worker_id(),
             "claim_scope": scope, "claim_source": claim_source, "chunks": {"requeued": requeued},
+            "look_ahead": bool(res.llm_mode and ctx.look_ahead),
             "llm": {"calls": 0, "input_tokens": 0, "output_tokens": 0}}
 
 
@@ -116,7 +118,7 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def claim_batch(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Claim the next pending chunks (an empty batch ends the run)."""
     ctx = context_of(runtime)
-    batch = _claim(get_resources(ctx).store, state, ctx)
+    batch = claim_chunks(get_resources(ctx).store, state, ctx)
     return {"batch": batch, "extractions": [], "validated": [], "resolved": {},
             "chunks": {"claimed": len(batch)}}
 
@@ -216,8 +218,8 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 # -- helpers --------------------------------------------------------------------------------
-def _claim(store: KnowledgeStore, state: IndexingState,
-           ctx: IndexingContext) -> list[dict[str, Any]]:
+def claim_chunks(store: KnowledgeStore, state: IndexingState,
+                 ctx: IndexingContext) -> list[dict[str, Any]]:
     """Claim pending chunks for this run (claims of dead local workers are freed first)."""
     with store.transaction() as conn:
         release_dead_local_claims(conn)

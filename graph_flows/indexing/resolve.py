@@ -57,6 +57,14 @@ def compact(name: str) -> str:
     return "".join(fold(name).split())
 
 
+def wins(summary: str, other: str) -> bool:
+    """Whether ``summary`` replaces ``other`` as an entity's description: the longer one,
+    of two as long the first in code point order. A total order, so the description does
+    not depend on which chunk or which worker came first (storage.graph_writes applies the
+    same rule, and a relation's fact: the higher confidence, then code point order)."""
+    return (len(summary), other) > (len(other), summary)
+
+
 def near_duplicate(a: str, b: str, similarity: float, threshold: float) -> bool:
     """Same compact form, or pg_trgm ``similarity`` >= threshold (names of 4+ characters)."""
     if compact(a) == compact(b):
@@ -117,7 +125,7 @@ class Group:
     def absorb(self, name: str, summary: str, confidence: float, chunk_ids: Sequence[str]) -> None:
         if name not in self.variants:
             self.variants.append(name)
-        if len(summary) > len(self.summary):
+        if wins(summary, self.summary):
             self.summary = summary
         self.confidence = max(self.confidence, confidence)
         self.chunk_ids.extend(c for c in chunk_ids if c not in self.chunk_ids)
@@ -291,7 +299,7 @@ def build_relations(
                                   "scope": scope, "confidence": rel["confidence"],
                                   "valid_at": None, "chunk_ids": [],
                                   "attribute": rel.get("attribute")}
-            elif rel["confidence"] > cur["confidence"]:
+            elif (rel["confidence"], cur["fact"]) > (cur["confidence"], rel["fact"]):
                 cur["fact"], cur["confidence"] = rel["fact"], rel["confidence"]
             cur["attribute"] = cur["attribute"] or rel.get("attribute")
             if when_iso and (cur["valid_at"] is None or when_iso < cur["valid_at"]):
@@ -342,13 +350,14 @@ def resolve_batch(
         known = existing_relations(conn, [r["id"] for r in relations])
     for rel in relations:
         old = known.get(rel["id"])
-        rel["embed"] = old is None or not old.has_embedding or rel["confidence"] > old.confidence
+        rel["embed"] = old is None or not old.has_embedding or (
+            (rel["confidence"], old.fact) > (old.confidence, rel["fact"]))
     return Resolution([_entity_row(g) for g in by_id.values()], relations,
                       _unique(merges), dropped, kept)
 
 
 def _entity_row(g: Group) -> dict[str, Any]:
-    longer = g.stored_summary is not None and len(g.summary) > len(g.stored_summary)
+    longer = g.stored_summary is not None and wins(g.summary, g.stored_summary)
     summary = g.summary if g.stored_summary is None or longer else g.stored_summary
     return {"id": g.id, "name": g.name, "type": g.type, "scope": g.scope, "summary": summary,
             "confidence": g.confidence, "chunk_ids": list(g.chunk_ids),

@@ -87,6 +87,9 @@ class IndexingState(InputState, OutputState):
     """Scope whose pending chunks this run claims."""
     claim_source: str | None
     """Source whose pending chunks this run claims (None: every source of the scope)."""
+    look_ahead: bool
+    """Extract the next batch while this one is stored (LLM mode with the context's
+    ``look_ahead``; :mod:`graph_flows.indexing.ahead`)."""
     batch: list[dict[str, Any]]
     """Chunks claimed for this batch: {id, document_id, text, scope, source, uri}."""
     extractions: list[dict[str, Any]]

@@ -22,7 +22,7 @@ from dataclasses import replace
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
-from graph_flows.indexing.context import IndexingContext
+from graph_flows.indexing.context import MAX_WORKERS, IndexingContext
 from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for callers
     RECURSION_LIMIT,
     IndexingResources,
@@ -88,6 +88,15 @@ def release_own_claims(worker_id: str | None = None) -> int:
 Progress = Callable[[dict[str, int]], None]
 
 
+def check_workers(workers: int) -> None:
+    """``workers`` within 1..MAX_WORKERS, else a one-line ValueError."""
+    if isinstance(workers, bool) or not isinstance(workers, int) \
+            or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be a whole number from 1 to {MAX_WORKERS} (worker "
+                         f"processes of this ingest; more machines can share the database); "
+                         f"got {workers!r}")
+
+
 def ingest(
     inputs: dict[str, Any], context: IndexingContext, *, workers: int = 1,
     on_progress: Progress | None = None, poll_s: float = 0.5, defer_index: bool = False,
@@ -99,6 +108,7 @@ def ingest(
     (re)creating missing vector indexes, so a killed deferred run is repaired by the next.
     """
 
+    check_workers(workers)
     res = get_resources(context)
     scope = inputs.get("scope") or res.settings.scope
     with scope_access(scope, res.store):

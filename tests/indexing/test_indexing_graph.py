@@ -18,6 +18,7 @@ from sqlalchemy import text
 
 from bench.fakes import ScriptedChatModel, document_of
 from bench.llm_server import LLMServer
+from graph_flows.indexing.ahead import NextBatch
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.llm import (
     ExtractionParseError,
@@ -327,21 +328,89 @@ def test_sync_only_run_leaves_pending_work_for_workers(store: KnowledgeStore) ->
 
 def test_a_run_failing_in_write_leaves_no_llm_call_running(
         store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every LLM call of a batch ends inside its ``extract`` step: once a run has failed
-    later (here in ``write``), nothing goes on calling the model on claimed chunks."""
+    """The next batch is extracted while a batch is written (``store_and_extract_next``):
+    when the write fails, no call starts after the failure (only the ``concurrency`` calls
+    in flight finish), the chunks claimed ahead go back to pending and nothing outlives
+    the run."""
     def broken(*_: Any, **__: Any) -> None:
         raise RuntimeError("disk full")
 
+    started: list[NextBatch] = []
+    original_init = NextBatch.__init__
+
+    def recording_init(self: NextBatch, *args: Any, **kwargs: Any) -> None:
+        started.append(self)
+        original_init(self, *args, **kwargs)
+
+    def reply(text: str) -> str:
+        # the second batch's calls wait until the failed step cancelled the look-ahead
+        if int(text.rsplit("Report ", 1)[1].split(".")[0]) >= 4:
+            deadline = time.monotonic() + 60
+            while not started[-1].stopped and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return catalogue_reply(text)
+
     monkeypatch.setattr(KnowledgeStore, "write_graph", broken)
-    chat = ScriptedChatModel.per_document(catalogue_reply, latency=0.05)
-    texts = [f"{DOC_A} Report {n}." for n in range(6)]
+    monkeypatch.setattr(NextBatch, "__init__", recording_init)
+    chat = ScriptedChatModel.per_document(reply)
+    texts = [f"{DOC_A} Report {n}." for n in range(12)]
     with pytest.raises(RuntimeError, match="disk full"):
-        run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2)
-    calls = len(chat.calls)
-    assert calls == 2  # the first batch only: nothing was extracted ahead of it
-    time.sleep(0.3)
-    assert len(chat.calls) == calls
+        run(store, {"texts": texts, "source": "t"}, chat, batch_size=4, concurrency=2)
+    assert len(started) == 1 and started[0].stopped
+    # the first batch, then the two calls in flight ahead when the write failed
+    assert len(chat.calls) == 4 + 2
     assert not [t for t in threading.enumerate() if t.name.startswith("extract")]
+    left = dict(rows(store, "SELECT status, count(*) FROM extraction_status GROUP BY 1"))
+    assert left == {"extracting": 4, "pending": 8}  # the batch whose write failed stays
+    # claimed under this process's id (its next run takes it back); the look-ahead's not
+
+
+def test_a_failed_claim_ahead_is_claimed_again(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look-ahead's claim failing (the database went away) costs nothing: the batch is
+    stored, ``claim_batch`` claims again, every chunk is extracted once."""
+    from graph_flows.indexing import ahead
+
+    claims = []
+    original = ahead.claim_chunks
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        claims.append(1)
+        if len(claims) == 1:
+            raise RuntimeError("connection lost")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(ahead, "claim_chunks", flaky)
+    chat = ScriptedChatModel.per_document(catalogue_reply)
+    texts = [f"{DOC_A} Report {n}." for n in range(6)]
+    out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2)
+    assert len(claims) >= 2 and out["chunks"]["completed"] == len(texts)
+    assert len(chat.calls) == out["llm"]["calls"] == len(texts)
+    assert statuses(store) == {"completed": len(texts)}
+
+
+def test_look_ahead_builds_the_graph_a_batch_at_a_time_builds(
+        db_url: str, empty_db_url: str) -> None:
+    """With the look-ahead on (default in LLM mode) or off, the same graph."""
+    texts = [DOC_A, DOC_B, *(f"{DOC_A} Report {n}." for n in range(7))]
+    graphs = []
+    for url, look_ahead in ((db_url, True), (empty_db_url, False)):
+        store = KnowledgeStore.open(url, embedding_model="local:minilm", embedding_dim=384)
+        try:
+            chat = ScriptedChatModel.per_document(catalogue_reply)
+            out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2,
+                      concurrency=2, look_ahead=look_ahead)
+            assert out["chunks"]["completed"] == out["chunks"]["claimed"] == len(texts)
+            assert out["llm"]["calls"] == len(chat.calls) == len(texts)
+            graphs.append([rows(store, sql) for sql in (
+                "SELECT id, name, type, summary FROM entities ORDER BY id",
+                "SELECT id, subject_id, predicate, object_id FROM relations ORDER BY id",
+                "SELECT * FROM entity_provenance ORDER BY 1, 2",
+                "SELECT chunk_id, status, entity_count, relation_count, llm_calls "
+                "FROM extraction_status ORDER BY 1")])
+        finally:
+            store.close()
+    assert graphs[0] == graphs[1] and len(graphs[0][0]) > 3
 
 
 def test_checkpointed_state_carries_ids_and_texts_not_vectors(store: KnowledgeStore) -> None:
@@ -353,7 +422,7 @@ def test_checkpointed_state_carries_ids_and_texts_not_vectors(store: KnowledgeSt
     with use_resources(res):
         saved.invoke({"texts": [DOC_A, DOC_B]}, config=config, context=IndexingContext())
     history = list(saved.get_state_history(config))
-    assert any(s.values.get("resolved") for s in history)  # a batch went through the loop
+    assert any(s.values.get("extractions") for s in history)  # a batch went through the loop
 
     def floats(value: Any) -> int:
         """Length of the longest list of floats anywhere in ``value``."""

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from bench.fakes import ContentLLMServer
+from bench.fakes import ContentLLMServer, document_in_body
 from bench.llm_server import LLMServer
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
@@ -111,6 +112,37 @@ def test_missing_path_is_a_one_line_error(
     code, _, err = cli(capsys, "ingest", str(tmp_path / "nope.md"))
     assert code == 2
     assert err.strip().splitlines() == [f"error: no such file or folder: {tmp_path / 'nope.md'}"]
+
+
+@pytest.mark.parametrize(("option", "value", "said"), [
+    ("--workers", "0", "greater than or equal to 1"),
+    ("--workers", "-2", "greater than or equal to 1"),
+    ("--workers", "65", "less than or equal to 64"),
+    ("--workers", "many", "should be a valid integer"),
+    ("--concurrency", "0", "greater than or equal to 1"),
+    ("--concurrency", "100000", "less than or equal to 256"),
+    ("--batch-size", "-1", "greater than or equal to 1"),
+    ("--batch-size", "10000000", "less than or equal to 4096"),
+])
+def test_worker_limits_are_one_line_errors(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, option: str, value: str,
+        said: str) -> None:
+    (tmp_path / "a.md").write_text("# A\n\nAda Lovelace wrote the first program.\n")
+    code, out, err = cli(capsys, "ingest", str(tmp_path / "a.md"), option, value)
+    assert code == 2 and not out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0] and said in lines[0], err
+
+
+def test_worker_limits_hold_below_the_cli() -> None:
+    """The service and the run context (Studio, flow.invoke) refuse them too, in one line."""
+    for kwargs in ({"concurrency": 0}, {"concurrency": 257}, {"batch_size": 4097},
+                   {"batch_size": True}):
+        with pytest.raises(ValueError, match=r"^\w+ must be a whole number from 1 to \d+"):
+            IndexingContext(**kwargs)
+    for workers in (0, -1, 65):
+        with pytest.raises(ValueError, match="^workers must be a whole number from 1 to 64"):
+            runner.ingest({"texts": ["x"]}, IndexingContext(), workers=workers)
 
 
 def test_bad_files_are_reported_and_skipped(
@@ -219,6 +251,64 @@ def test_two_workers_share_chunks_without_duplicate_extraction(
     assert query(db_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
     assert snaps[-1]["completed"] == chunks == snaps[-1]["total"]
     assert snaps[-1]["llm_calls"] == chunks and snaps[-1]["entities"] > 0
+
+
+def gate_until_chat_requests(server: LLMServer, n: int) -> Any:
+    """A fault hook holding every chat request until the server has received ``n`` of them
+    (at most 120 s): with ``n`` above one process's calls in flight, no process finishes a
+    batch before another one has claimed chunks too."""
+    def gate(req: Any) -> None:
+        if req.path == "/v1/chat/completions":
+            deadline = time.monotonic() + 120
+            while (len(server.bodies("/v1/chat/completions")) < n
+                   and time.monotonic() < deadline):
+                time.sleep(0.02)
+    return gate
+
+
+@pytest.mark.slow
+def test_two_krag_ingest_processes_build_the_one_process_graph(
+        db_url: str, empty_db_url: str, tmp_path: Path, server: ContentLLMServer) -> None:
+    """Two `krag ingest` processes (as on two machines: own data dirs, one database URL) on
+    the same corpus: the graph one process builds, every chunk extracted once."""
+    corpus = copy_corpus(tmp_path, ("03-full-text-search.md", "04-knowledge-graphs.md"))
+    args = ("ingest", str(corpus), "--concurrency", "2", "--batch-size", "4", "--json")
+    one_url, two_url = db_url, empty_db_url  # the two processes also migrate it at once
+    # the template database records MiniLM; the ids do not depend on the embedding model
+    env = {**os.environ, **llm_env(one_url, tmp_path, server),
+           "KRAG_EMBEDDING_MODEL": "local:minilm"}
+    done = subprocess.run(krag_cmd(*args), env=env, cwd=tmp_path, capture_output=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    one_calls = len(server.bodies("/v1/chat/completions"))
+    server.requests.clear()
+
+    server.fault = gate_until_chat_requests(server, 3)  # one process has 2 calls in flight
+    procs = []
+    for i in (1, 2):
+        env = {**os.environ, **llm_env(two_url, tmp_path / f"machine-{i}", server)}
+        procs.append(subprocess.Popen(krag_cmd(*args), env=env, cwd=tmp_path,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err.decode()[-2000:]
+        reports.append(json.loads(out))
+
+    chunks = query(two_url, "SELECT count(*) FROM chunks")[0][0]
+    assert chunks > 8 and one_calls == chunks  # more than two batches to share
+    completed = [r["chunks"]["completed"] for r in reports]
+    assert sum(completed) == chunks and min(completed) > 0, completed
+    assert len(query(two_url, "SELECT DISTINCT worker FROM extraction_status")) == 2
+    # each chunk extracted once: one request per chunk text on the server, one call recorded
+    documents = Counter(document_in_body(body)
+                        for body in server.bodies("/v1/chat/completions"))
+    assert len(documents) == chunks and set(documents.values()) == {1}
+    assert query(two_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
+    got, want = snapshot(two_url), snapshot(one_url)
+    assert len(want["entities"]) > 20 and len(want["relations"]) > 5
+    for key in want:
+        assert got[key] == want[key], key
 
 
 # -- status, remove, reembed ----------------------------------------------------------------

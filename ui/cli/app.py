@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from graph_flows.indexing.context import MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_WORKERS
 from ui.cli import ask as ask_mod
 from ui.cli import errors
 from ui.cli.errors import UserError, missing_path
@@ -110,15 +111,16 @@ def ingest(
     = None,
     scope: Annotated[str | None, typer.Option(help="Knowledge scope (default: KRAG_SCOPE).")]
     = None,
-    workers: Annotated[int, typer.Option(min=1, help="Worker processes sharing the chunks.")]
-    = 1,
+    workers: Annotated[int, typer.Option(min=1, max=MAX_WORKERS,
+                                         help="Worker processes sharing the chunks.")] = 1,
     retry_failed: Annotated[bool, typer.Option("--retry-failed",
                                                help="Retry chunks that failed before.")] = False,
     chunk_size: Annotated[int, typer.Option(help="Chunk size in characters.")] = 1000,
     chunk_overlap: Annotated[int, typer.Option(help="Chunk overlap in characters.")] = 100,
-    concurrency: Annotated[int, typer.Option(min=1, help="LLM calls in flight per worker.")]
-    = 4,
-    batch_size: Annotated[int, typer.Option(min=1, help="Chunks per claimed batch.")] = 32,
+    concurrency: Annotated[int, typer.Option(min=1, max=MAX_CONCURRENCY,
+                                             help="LLM calls in flight per worker.")] = 4,
+    batch_size: Annotated[int, typer.Option(min=1, max=MAX_BATCH_SIZE,
+                                            help="Chunks per claimed batch.")] = 32,
     extraction_model: Annotated[str | None, typer.Option(
         help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
     defer_index: Annotated[bool, typer.Option(

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from graph_flows.indexing.context import IndexingContext
+from graph_flows.indexing.context import MAX_WORKERS, IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.services import sources
 from graph_flows.shared.settings import load_settings
@@ -48,8 +48,9 @@ def ingest(
 ) -> dict[str, Any]:
     """`krag ingest`: run the indexing graph with progress on ``err`` (a live bar on a
     terminal, a plain line every ``progress_every`` seconds otherwise), then a summary."""
-    if workers < 1:
-        raise BadInputError(f"--workers must be >= 1 (got {workers})")
+    if not 1 <= workers <= MAX_WORKERS:
+        raise BadInputError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers}); "
+                            "more machines can share one database (README)")
     if progress_every <= 0:
         raise BadInputError(f"--progress-every must be > 0 seconds (got {progress_every:g})")
     check_chunking(context)
