@@ -7,7 +7,8 @@ with the configured embedder (offline MiniLM by default), then prints chunks/s, 
 spent in each node, the Python process's peak RSS and its RSS along the run (memory flat?).
 
     KRAG_DATA_DIR=/tmp/evalH .venv/bin/python bench/ingest_profile.py CORPUS \
-        [--limit N] [--batch-size 32] [--defer-index] [--profile out.prof] [--json]
+        [--limit N] [--batch-size 32] [--defer-index] [--no-look-ahead] [--profile out.prof]
+        [--json]
 
 ``--profile`` writes a cProfile file (read it with ``python -m pstats``) and prints the top
 functions by cumulative and by own time. Use a fresh ``KRAG_DATA_DIR`` (or at least a fresh
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import resource
 import sys
@@ -87,6 +89,23 @@ class RssSampler:
         return [round(self.samples[min(n - 1, n * q // 4)][1] / 2**20, 1) for q in (1, 2, 3, 4)]
 
 
+def server_cpu_s(data_dir: Path) -> float:
+    """CPU seconds (user + system) used so far by the embedded PostgreSQL of ``data_dir``:
+    its postmaster, the backends it reaped and those alive (0.0 when none is found)."""
+    pgdata = str(data_dir.expanduser().resolve() / "pg")
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.info["name"] == "postgres" and pgdata in cmd:
+            try:
+                t = proc.cpu_times()
+                total = t.user + t.system + t.children_user + t.children_system
+                return total + sum(c.cpu_times().user + c.cpu_times().system
+                                   for c in proc.children())
+            except psutil.Error:
+                return 0.0
+    return 0.0
+
+
 def run(records: list[dict[str, str]], context: IndexingContext, *,
         defer_index: bool) -> dict[str, Any]:
     """Stream the indexing graph over ``records``; node seconds, output and timings."""
@@ -101,6 +120,8 @@ def run(records: list[dict[str, str]], context: IndexingContext, *,
         res.embeddings.embed_documents(["warm up"])  # model load is not ingestion
         if defer_index:
             res.store.drop_vector_indexes()
+        data_dir = res.settings.data_dir
+        cpu0, pg0 = time.process_time(), server_cpu_s(data_dir)
         started = last = time.perf_counter()
         for update in graph.stream({"records": records, "scope": scope, "source": "profile"},
                                    context=context, stream_mode="updates",
@@ -109,7 +130,7 @@ def run(records: list[dict[str, str]], context: IndexingContext, *,
             for name, value in update.items():
                 node_s[name] += now - last
                 node_n[name] += 1
-                if name == "write" and value:
+                if name in ("write", "store_and_extract_next") and value:
                     totals["completed"] += value["chunks"]["completed"]
             last = now
         index_s = 0.0
@@ -118,11 +139,15 @@ def run(records: list[dict[str, str]], context: IndexingContext, *,
             res.store.create_vector_indexes()
             index_s = time.perf_counter() - t0
         seconds = time.perf_counter() - started
+        cpu = {"process": round(time.process_time() - cpu0, 2),
+               "postgres": round(server_cpu_s(data_dir) - pg0, 2)}
         counts = res.store.counts(scope)
     return {"scope": scope, "seconds": round(seconds, 2), "chunks": totals["completed"],
             "chunks_per_s": round(totals["completed"] / seconds, 2) if seconds else 0.0,
             "node_seconds": {k: round(v, 2) for k, v in node_s.items()},
-            "node_calls": dict(node_n), "index_rebuild_s": round(index_s, 2), "counts": counts}
+            "node_calls": dict(node_n), "index_rebuild_s": round(index_s, 2), "counts": counts,
+            "cpu_s": cpu, "look_ahead": context.look_ahead,
+            "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
 
 def main() -> None:
@@ -132,6 +157,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--defer-index", action="store_true",
                         help="drop the HNSW indexes during the load, rebuild at the end")
+    parser.add_argument("--no-look-ahead", action="store_true",
+                        help="store each batch before extracting the next (IndexingContext)")
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -139,6 +166,8 @@ def main() -> None:
     context = IndexingContext()
     if args.batch_size:
         context = replace(context, batch_size=args.batch_size)
+    if args.no_look_ahead:
+        context = replace(context, look_ahead=False)
     profiler = cProfile.Profile() if args.profile else None
     with RssSampler() as rss:
         if profiler:
