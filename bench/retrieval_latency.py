@@ -534,6 +534,18 @@ def compare_rls(app_engine: Any, bypass_engine: Any, scope: str,
             "per_pass": per_pass, "questions_with_other_results": differ}
 
 
+GENERATOR = 2
+"""Version of the synthetic data a loaded database holds (2: the chunks of chunk_layout)."""
+
+
+def load_params(entities: int, relations: int, seed: int = 42, batch_size: int = 10_000
+                ) -> dict[str, Any]:
+    """What a loaded ``krag_bench_<size>`` database is tagged with; ``prepare_database``
+    reuses one only when these match (every benchmark that reuses it builds them here)."""
+    return {"entities": entities, "relations": relations, "seed": seed,
+            "batch_size": batch_size, "generator": GENERATOR}
+
+
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
                      graph: synthetic.SyntheticGraph, log: Any) -> tuple[KnowledgeStore, dict]:
     """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``)."""
@@ -828,8 +840,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "policies, alternated per question (compare_rls)")
     args = ap.parse_args(argv)
     label = size_label(args.entities)
-    params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
-              "batch_size": args.batch_size, "generator": 2}
+    params = load_params(args.entities, args.relations, args.seed, args.batch_size)
     graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
     log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
     queries = synthetic.generate_queries(graph, args.queries)
