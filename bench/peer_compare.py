@@ -41,7 +41,7 @@ from graph_flows.query import retrieval
 HERE = Path(__file__).resolve().parent
 KEPT = ("queries", "config", "embedder", "embedding_ms", "rss_before_queries",
         "rss_after_queries", "loadavg_start", "loadavg_after_ours", "loadavg_end",
-        "ours_wall_s", "ours", "query_process")
+        "ours_wall_s", "ours_cpu", "ours", "query_process")
 
 
 def run_ours(args: argparse.Namespace, graph: Any, queries: Sequence[Any], log: Any
@@ -178,11 +178,15 @@ def summarize(result: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
             "fallback_by_kind": {k: v["fallback"] for k, v in first["per_kind_ms"].items()},
             "rss": [{"before_queries": rep["rss_before_queries"],
                      "after_queries": rep["rss_after_queries"]} for rep in mine],
-            "loadavg": [rep.get("loadavg_start") for rep in mine]}
+            "loadavg": [rep.get("loadavg_start") for rep in mine],
+            "cpu_ms_per_query": [rep.get("ours_cpu", {}).get("per_query_ms") for rep in mine]}
+        cpu = [c for c in ours[recipe]["cpu_ms_per_query"] if c is not None]
+        ours[recipe]["cpu_ms_per_query_mean"] = round(sum(cpu) / len(cpu), 2) if cpu else None
     out: dict[str, Any] = {
         "ours": ours, "theirs": {}, "peer_versions": theirs["versions"],
         "peer_python": theirs.get("python"), "peer_settings": theirs["settings"],
-        "peer_kg": theirs["kg"], "peer_insert_s": theirs["insert_s"],
+        "peer_kg": theirs["kg"], "peer_stored": theirs.get("stored"),
+        "peer_insert_s": theirs["insert_s"], "peer_insert_cpu_s": theirs.get("insert_cpu_s"),
         "peer_prepare_s": theirs.get("prepare_s"),
         "peer_rss": {"start": theirs["rss_start"], "after_insert": theirs["rss_after_insert"],
                      "end": theirs["rss_end"]},
@@ -195,26 +199,34 @@ def summarize(result: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
         out["theirs"][mode] = {
             "ms": t, "hit_rate": m["hit_rate"], "rss_after": m.get("rss_after"),
             "mean_entities": m["mean_entities"], "mean_relations": m["mean_relations"],
-            "empty": m.get("empty"),
+            "empty": m.get("empty"), "cpu_s_per_query": m.get("cpu_s_per_query"),
             "theirs_slower": {r: {p: round(t[p] / ours[r]["ms"][p], 2)
-                                  for p in ("p50", "p95", "p99")} for r in recipes}}
+                                  for p in ("p50", "p95", "p99")} for r in recipes},
+            "theirs_cpu_over_ours": {
+                r: round(1000 * m["cpu_s_per_query"] / ours[r]["cpu_ms_per_query_mean"], 2)
+                for r in recipes if m.get("cpu_s_per_query") and ours[r]["cpu_ms_per_query_mean"]}}
     return out
 
 
 def markdown(s: dict[str, Any]) -> str:
     recipes = list(s["ours"])
-    lines = ["| system / mode | n | p50 ms | p95 ms | p99 ms | "
-             + " | ".join(f"theirs slower than {r} (p50 / p95)" for r in recipes) + " |",
-             "|---|---|---|---|---|" + "---|" * len(recipes)]
+    lines = ["| system / mode | n | p50 ms | p95 ms | p99 ms | CPU ms per query | "
+             + " | ".join(f"theirs slower than {r} (p50 / p95 / CPU)" for r in recipes) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(recipes)]
     for r, o in s["ours"].items():
         m = o["ms"]
         lines.append(f"| krag retrieve_knowledge ({r}) | {m['n']} | {m['p50']} | {m['p95']} "
-                     f"| {m['p99']} | " + " | ".join("–" for _ in recipes) + " |")
+                     f"| {m['p99']} | {o['cpu_ms_per_query_mean']} | "
+                     + " | ".join("–" for _ in recipes) + " |")
     for mode, t in s["theirs"].items():
         m = t["ms"]
+        cpu = t.get("cpu_s_per_query")
         lines.append(f"| LightRAG {mode} | {m['n']} | {m['p50']} | {m['p95']} | {m['p99']} | "
+                     f"{round(1000 * cpu, 2) if cpu else '?'} | "
                      + " | ".join(f"{t['theirs_slower'][r]['p50']}x / "
-                                  f"{t['theirs_slower'][r]['p95']}x" for r in recipes) + " |")
+                                  f"{t['theirs_slower'][r]['p95']}x / "
+                                  f"{t['theirs_cpu_over_ours'].get(r, '?')}x"
+                                  for r in recipes) + " |")
     kinds = [k for k, v in s["ours"][recipes[0]]["hit_rate"].items() if v is not None]
     lines += ["", "| target found | " + " | ".join(kinds) + " |",
               "|---|" + "---|" * len(kinds)]
