@@ -189,6 +189,7 @@ def summarize(result: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
         "peer_insert_s": theirs["insert_s"], "peer_insert_cpu_s": theirs.get("insert_cpu_s"),
         "peer_prepare_s": theirs.get("prepare_s"),
         "peer_rss": {"start": theirs["rss_start"], "after_insert": theirs["rss_after_insert"],
+                     "after_release": theirs.get("rss_after_release"),
                      "end": theirs["rss_end"]},
         "peer_llm_calls": theirs["llm_calls"], "peer_embed_unknown": theirs["embed_unknown"],
         "peer_loadavg": [theirs["loadavg_start"], theirs["loadavg_end"]],
@@ -243,8 +244,10 @@ def markdown(s: dict[str, Any]) -> str:
             lines.append(f"| krag query process ({r}, pass {i + 1}) | {a.get('rss_mb', '?')} "
                          f"| {a['maxrss_mb']} |")
     p = s["peer_rss"]
-    lines.append(f"| LightRAG process (after insert / end) | "
-                 f"{p['after_insert'].get('rss_mb', '?')} / {p['end'].get('rss_mb', '?')} "
+    lines.append(f"| LightRAG process (after insert / export released / end) | "
+                 f"{p['after_insert'].get('rss_mb', '?')} / "
+                 f"{(p.get('after_release') or {}).get('rss_mb', '?')} / "
+                 f"{p['end'].get('rss_mb', '?')} "
                  f"| {p['end']['maxrss_mb']} |")
     return "\n".join(lines)
 
