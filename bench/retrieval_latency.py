@@ -384,6 +384,29 @@ def _summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def server_cpu_s(engine: Any) -> float | None:
+    """User + system CPU seconds used so far by the PostgreSQL server ``engine`` talks to
+    (its postmaster and every process it runs), when that server runs on this machine and
+    psutil is there; None otherwise. Read before and after a pass, the difference is the
+    server's share of the pass's work (a 2-core machine shared with other work can stretch
+    wall-clock time; CPU time it cannot)."""
+    try:
+        import psutil
+
+        with engine.connect() as conn:
+            pid = conn.execute(text("SELECT pg_backend_pid()")).scalar()
+        postmaster = psutil.Process(pid).parent()
+        procs = [postmaster, *postmaster.children()]
+        total = 0.0
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                t = proc.cpu_times()
+                total += t.user + t.system
+        return total
+    except Exception:  # a remote server, no psutil, no permission: not measured
+        return None
+
+
 def benchmark(
     engine: Any, scope: str, queries: Sequence[BenchQuery], *, embedder: Any = None,
     literal_queries: int = 50, warmup: Sequence[BenchQuery] = (),
@@ -407,6 +430,7 @@ def benchmark(
     for q in warmup:
         run_ours(engine, scope, q, embedder.embed_query(asked(q)), cfg)
     report["loadavg_start"] = [round(x, 2) for x in os.getloadavg()]
+    server0, cpu0 = server_cpu_s(engine), time.process_time()
     t0 = time.perf_counter()
     records = []
     for q, v, e_ms in zip(queries, vectors, embed_ms, strict=True):
@@ -415,6 +439,12 @@ def benchmark(
         r["knowledge_with_embed_ms"] = r["knowledge_ms"] + (e_ms if r["embedded"] else 0.0)
         records.append(r)
     report["ours_wall_s"] = round(time.perf_counter() - t0, 2)
+    cpu, server1 = time.process_time() - cpu0, server_cpu_s(engine)
+    report["ours_cpu"] = {
+        "query_process_s": round(cpu, 3),
+        "server_s": None if server0 is None or server1 is None else round(server1 - server0, 3),
+        "per_query_ms": round(1000 * (cpu + (server1 or 0.0) - (server0 or 0.0))
+                              / len(records), 2) if records else None}
     report["loadavg_after_ours"] = [round(x, 2) for x in os.getloadavg()]
     report["ours"] = _summary(records)
     say(f"ours: {report['ours']['retrieve_knowledge_ms']}")
@@ -532,6 +562,18 @@ def compare_rls(app_engine: Any, bypass_engine: Any, scope: str,
             "p50_ratio": round(both["with_policies"]["p50"] / both["without_policies"]["p50"], 3),
             "p95_ratio": round(both["with_policies"]["p95"] / both["without_policies"]["p95"], 3),
             "per_pass": per_pass, "questions_with_other_results": differ}
+
+
+GENERATOR = 2
+"""Version of the synthetic data a loaded database holds (2: the chunks of chunk_layout)."""
+
+
+def load_params(entities: int, relations: int, seed: int = 42, batch_size: int = 10_000
+                ) -> dict[str, Any]:
+    """What a loaded ``krag_bench_<size>`` database is tagged with; ``prepare_database``
+    reuses one only when these match (every benchmark that reuses it builds them here)."""
+    return {"entities": entities, "relations": relations, "seed": seed,
+            "batch_size": batch_size, "generator": GENERATOR}
 
 
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
@@ -828,8 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "policies, alternated per question (compare_rls)")
     args = ap.parse_args(argv)
     label = size_label(args.entities)
-    params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
-              "batch_size": args.batch_size, "generator": 2}
+    params = load_params(args.entities, args.relations, args.seed, args.batch_size)
     graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
     log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
     queries = synthetic.generate_queries(graph, args.queries)

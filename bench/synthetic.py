@@ -463,24 +463,6 @@ LOAD_INDEXES = {
 }
 
 
-def provenance_documents(graph: SyntheticGraph, scope: str, n_docs: int = 20,
-                         per_doc: int = 50) -> list[tuple[DocumentIn, list[str]]]:
-    """The few documents (chunk texts: 5 random facts each) that served as provenance up to
-    generator 1; ``load_graph`` now writes :func:`chunk_layout` (bench.export_synthetic
-    still exports these)."""
-    rng = random.Random(graph.seed + 7)
-    out: list[tuple[DocumentIn, list[str]]] = []
-    for d in range(n_docs):
-        texts = [" ".join(r.fact for r in rng.sample(graph.relations,
-                                                     min(5, len(graph.relations))))
-                 + f" (part {d}.{c})" for c in range(per_doc)]
-        doc = DocumentIn(scope=scope, source="synthetic", uri=f"synthetic/doc-{d:03d}.md",
-                         content_hash=ids.content_hash("\n".join(texts)),
-                         title=f"Synthetic document {d}")
-        out.append((doc, texts))
-    return out
-
-
 # -- the chunks the facts come from --------------------------------------------------------------
 ENTITIES_PER_CHUNK = 3
 CHUNKS_PER_DOC = 50
