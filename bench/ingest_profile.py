@@ -7,8 +7,7 @@ with the configured embedder (offline MiniLM by default), then prints chunks/s, 
 spent in each node, the Python process's peak RSS and its RSS along the run (memory flat?).
 
     KRAG_DATA_DIR=/tmp/evalH .venv/bin/python bench/ingest_profile.py CORPUS \
-        [--limit N] [--batch-size 32] [--defer-index] [--no-look-ahead] [--profile out.prof]
-        [--json]
+        [--limit N] [--batch-size 32] [--defer-index] [--profile out.prof] [--json]
 
 ``--profile`` writes a cProfile file (read it with ``python -m pstats``) and prints the top
 functions by cumulative and by own time. Use a fresh ``KRAG_DATA_DIR`` (or at least a fresh
@@ -146,7 +145,7 @@ def run(records: list[dict[str, str]], context: IndexingContext, *,
             "chunks_per_s": round(totals["completed"] / seconds, 2) if seconds else 0.0,
             "node_seconds": {k: round(v, 2) for k, v in node_s.items()},
             "node_calls": dict(node_n), "index_rebuild_s": round(index_s, 2), "counts": counts,
-            "cpu_s": cpu, "look_ahead": context.look_ahead,
+            "cpu_s": cpu,
             "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
 
@@ -157,8 +156,6 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--defer-index", action="store_true",
                         help="drop the HNSW indexes during the load, rebuild at the end")
-    parser.add_argument("--no-look-ahead", action="store_true",
-                        help="store each batch before extracting the next (IndexingContext)")
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
@@ -166,8 +163,6 @@ def main() -> None:
     context = IndexingContext()
     if args.batch_size:
         context = replace(context, batch_size=args.batch_size)
-    if args.no_look_ahead:
-        context = replace(context, look_ahead=False)
     profiler = cProfile.Profile() if args.profile else None
     with RssSampler() as rss:
         if profiler:

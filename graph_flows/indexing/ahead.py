@@ -1,12 +1,9 @@
-"""The next batch, claimed and extracted while the current one is stored.
+"""The next batch, claimed and extracted while the current one is stored (LLM mode).
 
 With a remote model, a batch's LLM calls are most of its time, and validating, resolving,
 embedding and writing it leaves the model idle: at 8 calls in flight and 200 ms to 1 s per
-call, that gap between batches cost a third of the ideal rate. Without a model, the rule
-extractor (spaCy, in Python) and the storing (the embedding model's ONNX kernels and the
-database, both outside Python's lock) each left one of two cores idle for most of their
-time. :class:`NextBatch` claims and extracts batch N+1 on its own thread while the step
-that started it stores batch N.
+call, that gap between batches cost a third of the ideal rate. :class:`NextBatch` claims
+and extracts batch N+1 on its own thread while the step that started it stores batch N.
 
 Its lifetime is that one step (``store_and_extract_next`` in
 :mod:`graph_flows.indexing.graph`): the step waits for it before returning, so no call
@@ -25,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from graph_flows.indexing.extraction.llm import extract_batch, extract_with_llm, structured
+from graph_flows.indexing.extraction.llm import extract_with_llm, structured
 from graph_flows.indexing.nodes import Ctx, claim_chunks, context_of, resolve, validate, write
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
@@ -40,16 +37,15 @@ Batch = list[dict[str, Any]]
 
 
 class NextBatch:
-    """Claim (``claim()``) and extract the next batch with ``concurrency`` calls in flight
-    (``model`` None: the rule extractor, one pass over the batch), on threads of the step
-    that created it; :meth:`result` or :meth:`cancel` ends it."""
+    """Claim (``claim()``) and extract the next batch with ``concurrency`` calls in flight,
+    on threads of the step that created it; :meth:`result` or :meth:`cancel` ends it."""
 
-    def __init__(self, claim: Callable[[], Batch], model: BaseChatModel | None,
+    def __init__(self, claim: Callable[[], Batch], model: BaseChatModel,
                  concurrency: int) -> None:
         self._stop = threading.Event()
         self._claimed: Batch = []
         self._concurrency = max(1, concurrency)
-        self._runnable = structured(model) if model is not None else None
+        self._runnable = structured(model)
         self._pool = ContextThreadPool(max_workers=1, thread_name_prefix="extract-ahead")
         self._future = self._pool.submit(self._run, claim)
 
@@ -65,8 +61,6 @@ class NextBatch:
         self._claimed = batch
         if not batch or self._stop.is_set():
             return batch, []
-        if self._runnable is None:
-            return batch, extract_batch(batch, None, concurrency=1)
         workers = min(self._concurrency, len(batch))
         with ContextThreadPool(max_workers=workers, thread_name_prefix="extract-ahead") as pool:
             futures = [pool.submit(self._extract, chunk) for chunk in batch]
@@ -124,11 +118,10 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
     handles it as the ``write`` node's would."""
     ctx = context_of(runtime)
     res = get_resources(ctx)
-    model = res.chat_model if state.get("mode") == "llm" else None
-    if state.get("mode") == "llm" and model is None:  # the model went away: store alone
+    if res.chat_model is None:  # the model went away: store this batch alone
         ahead: NextBatch | None = None
-    else:  # the run's mode holds for the whole run, as in ``extract``
-        ahead = NextBatch(lambda: claim_chunks(res.store, state, ctx), model,
+    else:
+        ahead = NextBatch(lambda: claim_chunks(res.store, state, ctx), res.chat_model,
                           ctx.concurrency)
     try:
         current: dict[str, Any] = dict(state)

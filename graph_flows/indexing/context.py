@@ -60,10 +60,9 @@ class IndexingContext:
     )
     look_ahead: bool = field(
         default=True,
-        metadata={"description": "Claim and extract the next batch while the current one is "
-                                 "validated, resolved, embedded and written (an LLM is never "
-                                 "idle between batches; without one, the rule extractor runs "
-                                 "beside the embedding model and the database). A failed step "
+        metadata={"description": "With an LLM, claim and extract the next batch while the "
+                                 "current one is validated, resolved, embedded and written "
+                                 "(the model is never idle between batches). A failed step "
                                  "stops it: no call starts after the failure."},
     )
     batch_size: int = field(

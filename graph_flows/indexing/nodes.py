@@ -82,7 +82,7 @@ def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     return {"mode": "llm" if res.llm_mode else "no-llm", "model": res.model_spec,
             "notice": res.notice, "worker": ctx.worker_id or local_worker_id(),
             "claim_scope": scope, "claim_source": claim_source, "chunks": {"requeued": requeued},
-            "look_ahead": ctx.look_ahead,
+            "look_ahead": bool(res.llm_mode and ctx.look_ahead),
             "llm": {"calls": 0, "input_tokens": 0, "output_tokens": 0}}
 
 

@@ -413,32 +413,6 @@ def test_look_ahead_builds_the_graph_a_batch_at_a_time_builds(
     assert graphs[0] == graphs[1] and len(graphs[0][0]) > 3
 
 
-def test_no_llm_look_ahead_builds_the_graph_a_batch_at_a_time_builds(
-        db_url: str, empty_db_url: str) -> None:
-    """Without a model the rule extractor runs ahead too (default): the same graph as one
-    batch at a time, every chunk extracted once, no extraction thread left behind."""
-    graphs = []
-    for url, look_ahead in ((db_url, True), (empty_db_url, False)):
-        store = KnowledgeStore.open(url, embedding_model="local:minilm", embedding_dim=384)
-        try:
-            out = run(store, {"paths": [str(SAMPLE)]}, NO_LLM, batch_size=3,
-                      look_ahead=look_ahead)
-            assert out["mode"] == "no-llm" and out["chunks"]["failed"] == 0
-            assert out["chunks"]["completed"] == out["chunks"]["claimed"] == out["chunks"]["new"]
-            graphs.append([rows(store, sql) for sql in (
-                "SELECT id, name, type, summary, aliases FROM entities ORDER BY id",
-                "SELECT id, subject_id, predicate, object_id FROM relations ORDER BY id",
-                "SELECT * FROM entity_provenance ORDER BY 1, 2",
-                "SELECT chunk_id, status, entity_count, relation_count "
-                "FROM extraction_status ORDER BY 1",
-                "SELECT count(*) FROM chunks WHERE embedding IS NULL")])
-        finally:
-            store.close()
-    assert not [t for t in threading.enumerate() if t.name.startswith("extract")]
-    assert graphs[0] == graphs[1] and len(graphs[0][0]) > 100
-    assert graphs[0][4] == [(0,)]
-
-
 def test_checkpointed_state_carries_ids_and_texts_not_vectors(store: KnowledgeStore) -> None:
     """Under a checkpointer (``langgraph dev``), no step's state holds an embedding vector."""
     saved = builder.compile(checkpointer=InMemorySaver(), name="indexing")
