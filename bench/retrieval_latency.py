@@ -535,8 +535,11 @@ def compare_rls(app_engine: Any, bypass_engine: Any, scope: str,
 
 
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
-                     graph: synthetic.SyntheticGraph, log: Any) -> tuple[KnowledgeStore, dict]:
-    """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``)."""
+                     graph: synthetic.SyntheticGraph, log: Any, *, defer_index: bool = False,
+                     maintenance_work_mem: str = "1GB", workers: int = 2,
+                     ) -> tuple[KnowledgeStore, dict]:
+    """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``;
+    ``defer_index`` and ``maintenance_work_mem`` as :func:`synthetic.load_graph` takes them)."""
     import psycopg
 
     url = with_database(server_url, dbname)
@@ -560,8 +563,12 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
     store = open_store(url)
     log(f"loading {params['entities']:,} entities / {params['relations']:,} relations "
         f"into {dbname}")
-    load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log)
+    load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log,
+                                defer_index=defer_index, workers=workers,
+                                maintenance_work_mem=maintenance_work_mem)
     load["generate_s"] = graph.stats["generate_s"]
+    load["defer_index"] = defer_index
+    load["maintenance_work_mem"] = maintenance_work_mem
     with store.transaction() as conn:
         conn.execute(text(
             "INSERT INTO krag_meta (key, value) VALUES ('bench_params', :v) "
@@ -813,6 +820,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--database-url", help="an existing server (admin URL)")
     ap.add_argument("--reuse", action="store_true",
                     help="keep a database already loaded with the same parameters")
+    ap.add_argument("--defer-index", action="store_true",
+                    help="drop every secondary index of the graph's tables for the load and "
+                    "build them once after it (storage.deferred_indexes)")
+    ap.add_argument("--maintenance-work-mem", default="1GB",
+                    help="maintenance_work_mem of the index builds after the load (the HNSW "
+                    "build is much slower once its graph no longer fits; ~2.5 kB a vector)")
+    ap.add_argument("--load-workers", type=int, default=2,
+                    help="threads writing the load's batches (1-8)")
     ap.add_argument("--no-explain", action="store_true")
     ap.add_argument("--no-prewarm", action="store_true",
                     help="measure with whatever the OS page cache holds (see prewarm())")
@@ -837,7 +852,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with bench_server(args.data_dir, args.database_url) as server_url, \
             use_access(WHOLE_STORE):  # the load and its maintenance span the store
         store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
-                                       graph, log)
+                                       graph, log, defer_index=args.defer_index,
+                                       maintenance_work_mem=args.maintenance_work_mem,
+                                       workers=args.load_workers)
         log(f"load: {load}")
         warmed = {"skipped": "--no-prewarm"} if args.no_prewarm else prewarm(store)
         log(f"prewarm: {warmed.get('seconds', warmed.get('skipped'))}")
