@@ -37,6 +37,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
@@ -534,38 +535,87 @@ def compare_rls(app_engine: Any, bypass_engine: Any, scope: str,
             "per_pass": per_pass, "questions_with_other_results": differ}
 
 
+class LoaderBusy(RuntimeError):
+    """Another loader holds the database being loaded."""
+
+
+@contextlib.contextmanager
+def loader_lock(server_url: str, dbname: str) -> Iterator[None]:
+    """Hold the server's advisory lock of ``dbname``'s load for the duration, or raise
+    :class:`LoaderBusy` at once when another loader (another process, another machine on
+    the same server) holds it: a second loader never drops or writes a database the first
+    is loading."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        key = f"krag-bench-load:{dbname}"
+        got = admin.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                            (key,)).fetchone()
+        if not (got and got[0]):
+            holder = admin.execute(
+                "SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+                "AND ((l.classid::bigint << 32) | l.objid::bigint) = "
+                "hashtextextended(%s, 0)", (key,)).fetchone()
+            who = f" (server backend pid {holder[0]})" if holder else ""
+            raise LoaderBusy(
+                f"another loader is loading {dbname} on this server{who}; wait for it to "
+                "finish (then --reuse it) or use another --data-dir")
+        try:
+            yield
+        finally:
+            admin.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
                      graph: synthetic.SyntheticGraph, log: Any, *, defer_index: bool = False,
                      maintenance_work_mem: str = "1GB", workers: int = 2,
                      ) -> tuple[KnowledgeStore, dict]:
     """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``;
-    ``defer_index`` and ``maintenance_work_mem`` as :func:`synthetic.load_graph` takes them)."""
+    ``defer_index`` and ``maintenance_work_mem`` as :func:`synthetic.load_graph` takes them).
+
+    Under :func:`loader_lock`. A database an interrupted load of the same ``params`` left
+    is resumed (:class:`synthetic.LoadProgress`), not dropped."""
+    with loader_lock(server_url, dbname):
+        return _prepare(server_url, dbname, params, reuse, graph, log,
+                        defer_index=defer_index, maintenance_work_mem=maintenance_work_mem,
+                        workers=workers)
+
+
+def _prepare(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
+             graph: synthetic.SyntheticGraph, log: Any, *, defer_index: bool,
+             maintenance_work_mem: str, workers: int) -> tuple[KnowledgeStore, dict]:
     import psycopg
 
     url = with_database(server_url, dbname)
     with psycopg.connect(server_url, autocommit=True) as admin:
         exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                (dbname,)).fetchone() is not None
-    if reuse and exists:
+    progress = None
+    if exists:
         store = open_store(url)
         with store.connect() as conn:
             stored = conn.execute(text(
                 "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
-        if stored and json.loads(stored)["params"] == params:
+        if reuse and stored and json.loads(stored)["params"] == params:
             log(f"reusing {dbname} (loaded {json.loads(stored)['loaded_at']})")
             # a graph loaded before the synonym edges were stored (migration 0011) gets them
             log(f"synonym edges: {synthetic.fill_synonyms(store, synthetic.SCOPE):.1f} s")
             return store, {**json.loads(stored)["load"], "reused": True}
-        store.close()
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    store = open_store(url)
+        progress = synthetic.LoadProgress(store, params)
+        if not progress.state or stored:
+            progress = None
+            store.close()
+    if progress is None:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{dbname}"')
+        store = open_store(url)
+        progress = synthetic.LoadProgress(store, params)
     log(f"loading {params['entities']:,} entities / {params['relations']:,} relations "
         f"into {dbname}")
     load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log,
                                 defer_index=defer_index, workers=workers,
-                                maintenance_work_mem=maintenance_work_mem)
+                                maintenance_work_mem=maintenance_work_mem, progress=progress)
     load["generate_s"] = graph.stats["generate_s"]
     load["defer_index"] = defer_index
     load["maintenance_work_mem"] = maintenance_work_mem
@@ -575,6 +625,7 @@ def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse
             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
             {"v": json.dumps({"params": params, "load": load,
                               "loaded_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})})
+    progress.finish()
     return store, {**load, "reused": False}
 
 
@@ -735,6 +786,28 @@ def markdown(rep: dict[str, Any]) -> str:
 
 
 # -- CLI ---------------------------------------------------------------------------------------
+_MEMORY = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the command line's numbers (one line), or None."""
+    limits = (("--entities", args.entities, 10, 10_000_000),
+              ("--relations", args.relations, 1, 30_000_000),
+              ("--queries", args.queries, 1, 100_000),
+              ("--batch-size", args.batch_size, 1, 1_000_000),
+              ("--load-workers", args.load_workers, 1, 8))
+    for flag, value, lo, hi in limits:
+        if not lo <= value <= hi:
+            return f"{flag} {value}: give a whole number from {lo:,} to {hi:,}"
+    if args.relations > args.entities * (args.entities - 1) * len(synthetic.PREDICATES):
+        return (f"--relations {args.relations}: more facts than {args.entities} entities can "
+                "have; give fewer relations or more entities")
+    if not _MEMORY.fullmatch(args.maintenance_work_mem):
+        return (f"--maintenance-work-mem {args.maintenance_work_mem!r}: give a size such as "
+                "512MB or 6GB")
+    return None
+
+
 def log(msg: str) -> None:
     """A timestamped progress line on stderr."""
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -842,19 +915,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="then this many passes with and without the row-level security "
                     "policies, alternated per question (compare_rls)")
     args = ap.parse_args(argv)
+    wrong = check_args(args)
+    if wrong:
+        print(f"error: {wrong}", file=sys.stderr)
+        return 2
     label = size_label(args.entities)
     params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
               "batch_size": args.batch_size, "generator": 2}
-    graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
-    log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
-    queries = synthetic.generate_queries(graph, args.queries)
-    warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
     with bench_server(args.data_dir, args.database_url) as server_url, \
-            use_access(WHOLE_STORE):  # the load and its maintenance span the store
-        store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
-                                       graph, log, defer_index=args.defer_index,
-                                       maintenance_work_mem=args.maintenance_work_mem,
-                                       workers=args.load_workers)
+            use_access(WHOLE_STORE), \
+            contextlib.ExitStack() as held:  # the load and its maintenance span the store
+        try:  # before generating: a second run stops at once (and never drops the
+            # database this one loads or queries)
+            held.enter_context(loader_lock(server_url, f"krag_bench_{label}"))
+        except LoaderBusy as busy:
+            print(f"error: {busy}", file=sys.stderr)
+            return 2
+        graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
+        log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
+        queries = synthetic.generate_queries(graph, args.queries)
+        warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
+        store, load = _prepare(server_url, f"krag_bench_{label}", params, args.reuse,
+                               graph, log, defer_index=args.defer_index,
+                               maintenance_work_mem=args.maintenance_work_mem,
+                               workers=args.load_workers)
         log(f"load: {load}")
         warmed = {"skipped": "--no-prewarm"} if args.no_prewarm else prewarm(store)
         log(f"prewarm: {warmed.get('seconds', warmed.get('skipped'))}")

@@ -44,6 +44,7 @@ from storage import (
     EntityIn,
     KnowledgeStore,
     RelationIn,
+    bulk_progress,
     bulk_vectors,
     deferred_indexes,
     fulltext,
@@ -603,6 +604,7 @@ def load_graph(
     store: KnowledgeStore, graph: SyntheticGraph, *, scope: str = SCOPE,
     batch_size: int = 10_000, rebuild_indexes: bool = True, defer_index: bool = False,
     maintenance_work_mem: str = "1GB", workers: int = 2, log: Any = None,
+    progress: LoadProgress | None = None,
 ) -> dict[str, Any]:
     """Write the documents and chunks of :func:`chunk_layout` (``sync_document``), then the
     graph through ``KnowledgeStore.write_graph`` (COPY), entities first, then every chunk's
@@ -617,11 +619,21 @@ def load_graph(
     written by ``workers`` threads, one transaction per batch (entities by one: their
     batches update the same ``entity_words`` rows). Returns seconds per phase and the
     layout's statistics (``chunks``).
+
+    With ``progress`` (:class:`LoadProgress`) every committed batch is recorded, and a load
+    started again on a database an interrupted one left skips what is there (every write
+    is an upsert, so a batch committed but not yet recorded is written again unchanged).
     """
     say = log or (lambda *_: None)
+    progress = progress or LoadProgress(None, {})
+    resumed = dict(progress.state)
+    if resumed:
+        say(f"resuming an interrupted load: {resumed}")
     times: dict[str, float] = {}
     t0 = time.perf_counter()
-    if defer_index:
+    if progress.done("indexes"):
+        pass  # built by the interrupted load: nothing to drop
+    elif defer_index:
         with store.connect(autocommit=True) as conn:  # DDL: as the tables' owner
             deferred = deferred_indexes.drop(conn, DEFER_TABLES, also=LOAD_INDEXES)
         say(f"deferred {len(deferred)} indexes: {', '.join(sorted(deferred))}")
@@ -636,7 +648,10 @@ def load_graph(
     t = time.perf_counter()
     docs = layout.documents
     for n, (start, stop) in enumerate(_batches(len(docs), 20)):
-        writers.submit(_sync_documents, store, docs[start:stop])
+        if n < progress.done("documents"):
+            continue
+        writers.submit(_sync_documents, store, docs[start:stop],
+                       done=progress.marker("documents", n + 1))
         if n % 10 == 9:
             say(f"documents {stop:,}/{len(docs):,} ({time.perf_counter() - t:.0f} s)")
     writers.drain()
@@ -647,7 +662,7 @@ def load_graph(
     chunk_sums = np.zeros((len(layout.chunk_ids), DIM), dtype=np.float32)
     ent_ids: list[str] = []
     t1 = time.perf_counter()
-    for start, stop in _batches(len(graph.entities), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(graph.entities), batch_size)):
         vecs = entity_vectors(graph, start, stop, centres)
         ent_vecs[start:stop] = vecs
         batch = []
@@ -656,14 +671,17 @@ def load_graph(
             batch.append(EntityIn(e.name, e.type, scope, e.summary,
                                   round(0.6 + 0.4 * rng.random(), 3), v, prov))
         ent_ids.extend(x.id for x in batch)
+        if n < progress.done("entities"):
+            continue
         store.write_graph(batch, [])  # one writer: batches share entity_words rows
+        progress.mark("entities", n + 1)
         say(f"entities {stop:,}/{len(graph.entities):,} "
             f"({time.perf_counter() - t1:.0f} s)")
     for e, c in layout.summary_chunk.items():
         chunk_sums[c] += ent_vecs[e]
     times["entities_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    for start, stop in _batches(len(graph.relations), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(graph.relations), batch_size)):
         vecs = relation_vectors(graph, start, stop, ent_vecs)
         np.add.at(chunk_sums, layout.relation_chunk[start:stop], vecs)
         batch_r = [
@@ -672,27 +690,35 @@ def load_graph(
                        chunk_ids=(layout.chunk_ids[layout.relation_chunk[i]],))
             for i, (r, v) in enumerate(zip(graph.relations[start:stop], vecs, strict=True),
                                        start)]
-        writers.submit(store.write_graph, [], batch_r)
+        if n < progress.done("relations"):
+            continue
+        writers.submit(store.write_graph, [], batch_r, done=progress.marker("relations", n + 1))
         say(f"relations {stop:,}/{len(graph.relations):,} "
             f"({time.perf_counter() - t2:.0f} s)")
     writers.drain()
     times["relations_s"] = time.perf_counter() - t2
     del ent_vecs
     t3 = time.perf_counter()
-    for start, stop in _batches(len(layout.chunk_ids), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(layout.chunk_ids), batch_size)):
+        if n < progress.done("chunk_vectors"):
+            continue
         vecs = chunk_vectors(graph, chunk_sums, start, stop)
-        writers.submit(_write_chunk_vectors, store, layout.chunk_ids[start:stop], vecs)
+        writers.submit(_write_chunk_vectors, store, layout.chunk_ids[start:stop], vecs,
+                       done=progress.marker("chunk_vectors", n + 1))
         say(f"chunk vectors {stop:,}/{len(layout.chunk_ids):,} "
             f"({time.perf_counter() - t3:.0f} s)")
     writers.drain()
     times["chunk_vectors_s"] = time.perf_counter() - t3
-    if defer_index:
+    if progress.done("indexes"):
+        pass
+    elif defer_index:
         with store.connect(autocommit=True) as conn:
             built = deferred_indexes.build(conn, maintenance_work_mem=maintenance_work_mem,
                                            log=say)
         times.update({f"index_{k}_s": v for k, v in built.items()})
     elif rebuild_indexes:
         times.update(rebuild(store, log=say))
+    progress.mark("indexes", 1)
     t4 = time.perf_counter()
     with store.connect(autocommit=True) as conn:
         conn.exec_driver_sql("VACUUM (ANALYZE) chunks")  # the vector UPDATE left dead rows
@@ -712,7 +738,43 @@ def load_graph(
     writers.close()
     times["total_s"] = time.perf_counter() - t0
     return {**{k: round(v, 2) for k, v in times.items()}, "chunks": layout.stats,
-            "workers": workers}
+            "workers": workers, **({"resumed_from": resumed} if resumed else {})}
+
+
+class LoadProgress:
+    """What a load has committed (batches per phase), in ``krag_meta`` under :data:`KEY`
+    with the load's parameters (``store`` None: kept in memory only). A progress recorded
+    with other parameters is not this load's: it starts from nothing."""
+
+    KEY = "bench_load_progress"
+
+    def __init__(self, store: KnowledgeStore | None, params: dict[str, Any]) -> None:
+        self.store, self.params = store, params
+        self.state: dict[str, int] = {}
+        if store is not None:
+            with store.connect() as conn:
+                found = bulk_progress.read(conn, self.KEY)
+            if found and found.get("params") == params:
+                self.state = dict(found["done"])
+
+    def done(self, phase: str) -> int:
+        return self.state.get(phase, 0)
+
+    def mark(self, phase: str, n: int) -> None:
+        self.state[phase] = max(n, self.done(phase))
+        if self.store is not None:
+            with self.store.transaction() as conn:
+                bulk_progress.write(conn, self.KEY, {"params": self.params,
+                                                     "done": self.state})
+
+    def marker(self, phase: str, n: int) -> Any:
+        return lambda: self.mark(phase, n)
+
+    def finish(self) -> None:
+        """Forget the progress (the load is complete)."""
+        if self.store is not None:
+            with self.store.transaction() as conn:
+                bulk_progress.clear(conn, self.KEY)
 
 
 class _Writers:
@@ -722,16 +784,23 @@ class _Writers:
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self.pool = ContextThreadPool(self.workers, thread_name_prefix="krag-bench-load")
-        self.pending: deque[Future[Any]] = deque()
+        self.pending: deque[tuple[Future[Any], Any]] = deque()
 
-    def submit(self, fn: Any, *args: Any) -> None:
+    def submit(self, fn: Any, *args: Any, done: Any = None) -> None:
+        """Queue ``fn(*args)``; ``done()`` runs once it and every earlier task succeeded."""
         while len(self.pending) >= 2 * self.workers:
-            self.pending.popleft().result()
-        self.pending.append(self.pool.submit(fn, *args))
+            self._finish_oldest()
+        self.pending.append((self.pool.submit(fn, *args), done))
+
+    def _finish_oldest(self) -> None:
+        future, done = self.pending.popleft()
+        future.result()
+        if done is not None:
+            done()
 
     def drain(self) -> None:
         while self.pending:
-            self.pending.popleft().result()
+            self._finish_oldest()
 
     def close(self) -> None:
         self.drain()
