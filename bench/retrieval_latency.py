@@ -813,6 +813,27 @@ def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
+def evict_page_cache(data_dir: Path) -> dict[str, Any]:
+    """Ask the OS to drop ``data_dir``'s files from its page cache (``posix_fadvise``
+    DONTNEED: clean pages of these files only, nothing else on the machine), so the next
+    server started there reads from disk: a cold pass. Meaningless while a server runs on
+    it (its shared_buffers stay warm): call before starting one."""
+    files = size = 0
+    for path in Path(data_dir).rglob("*"):
+        if not path.is_file():
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            files, size = files + 1, size + os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    return {"files": files, "mb": round(size / 2**20, 1)}
+
+
 @contextlib.contextmanager
 def bench_server(data_dir: Path, database_url: str | None) -> Iterator[str]:
     """The admin URL of ``database_url``, or of an embedded PostgreSQL started in
@@ -904,6 +925,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-explain", action="store_true")
     ap.add_argument("--no-prewarm", action="store_true",
                     help="measure with whatever the OS page cache holds (see prewarm())")
+    ap.add_argument("--evict-cache", action="store_true",
+                    help="a cold pass: drop the data dir's files from the OS page cache before "
+                    "starting its server (with --reuse --no-prewarm; the server must not be "
+                    "running already)")
     ap.add_argument("--hash-embedder", action="store_true",
                     help="random query vectors instead of MiniLM (no model needed)")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
@@ -922,6 +947,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     label = size_label(args.entities)
     params = {"entities": args.entities, "relations": args.relations, "seed": args.seed,
               "batch_size": args.batch_size, "generator": 2}
+    evicted = None
+    if args.evict_cache and args.database_url is None:
+        from storage.embedded import cluster_dir
+
+        if (cluster_dir(args.data_dir) / "postmaster.pid").exists():
+            print(f"error: --evict-cache: a server runs on {args.data_dir} (its buffers stay "
+                  "warm); stop what holds it first, or leave --evict-cache out", file=sys.stderr)
+            return 2
+        evicted = evict_page_cache(args.data_dir)
+        log(f"evicted from the page cache: {evicted}")
     with bench_server(args.data_dir, args.database_url) as server_url, \
             use_access(WHOLE_STORE), \
             contextlib.ExitStack() as held:  # the load and its maintenance span the store
@@ -955,6 +990,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep = pool.submit(query_process, with_database(server_url, f"krag_bench_{label}"),
                               queries, warmup, args.hash_embedder, options).result()
         rep.update(label=label, params=params, load=load, graph=graph_stats, prewarm=warmed,
+                   evicted=evicted,
                    machine=machine(), database=database_facts(store),
                    command="python -m bench.retrieval_latency " + " ".join(
                        sys.argv[1:] if argv is None else argv))

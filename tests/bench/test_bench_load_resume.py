@@ -180,3 +180,14 @@ def test_bad_numbers_get_one_line(args, flag, capsys, tmp_path) -> None:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {flag}"), err
     assert not (tmp_path / "never").exists()  # nothing started
+
+
+def test_evict_cache_covers_the_data_dir_and_refuses_a_running_server(tmp_path, capsys) -> None:
+    (tmp_path / "pg" / "base").mkdir(parents=True)
+    (tmp_path / "pg" / "base" / "1").write_bytes(b"x" * 8192)
+    (tmp_path / "pg" / "PG_VERSION").write_text("18")
+    assert rl.evict_page_cache(tmp_path) == {"files": 2, "mb": 0.0}
+    (tmp_path / "pg" / "postmaster.pid").write_text("1\n")
+    assert rl.main(["--evict-cache", "--reuse", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --evict-cache: a server runs on"), err
