@@ -632,7 +632,7 @@ def _prepare(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
 def database_facts(store: KnowledgeStore) -> dict[str, Any]:
     with store.connect() as conn:
         settings = dict(conn.execute(text(
-            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
             "('shared_buffers', 'work_mem', 'effective_cache_size', 'max_parallel_workers', "
             "'max_parallel_workers_per_gather', 'random_page_cost', 'jit')")).all())
         sizes = dict(conn.execute(text(

@@ -59,7 +59,12 @@ def drop(conn: Connection, tables: Sequence[str], also: dict[str, str] | None = 
          ) -> dict[str, str]:
     """Save, then drop, the secondary indexes and foreign keys of ``tables`` (and ``also``:
     more indexes, name -> definition, dropped when they exist); returns every definition
-    saved (a foreign key's as its ``ALTER TABLE ... ADD CONSTRAINT``)."""
+    saved (a foreign key's as its ``ALTER TABLE ... ADD CONSTRAINT``). When definitions are
+    already saved, an interrupted load dropped them: nothing more is dropped (what its
+    build had made again stays built)."""
+    already = saved(conn)
+    if already:
+        return already
     found = dict(conn.execute(text(_SECONDARY), {"tables": list(tables)}).all())
     keys = {r.name: r.ddl for r in conn.execute(text(_FOREIGN_KEYS), {"tables": list(tables)})}
     tables_of = {r.name: r.table_name
@@ -68,7 +73,7 @@ def drop(conn: Connection, tables: Sequence[str], also: dict[str, str] | None = 
         "SELECT relname FROM pg_class WHERE relkind = 'i' AND relname = ANY(:n) "
         "AND relnamespace = to_regnamespace(current_schema())"),
         {"n": list(also or {})}).scalars())
-    defs = {**saved(conn), **{k: v for k, v in (also or {}).items() if k in existing}, **found,
+    defs = {**{k: v for k, v in (also or {}).items() if k in existing}, **found,
             **keys}
     conn.execute(text(
         "INSERT INTO krag_meta (key, value) VALUES (:k, :v) "

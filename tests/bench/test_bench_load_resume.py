@@ -191,3 +191,23 @@ def test_evict_cache_covers_the_data_dir_and_refuses_a_running_server(tmp_path, 
     assert rl.main(["--evict-cache", "--reuse", "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --evict-cache: a server runs on"), err
+
+
+def test_deferred_indexes_are_dropped_once_and_built_back(store) -> None:
+    from storage import deferred_indexes
+
+    with store.connect(autocommit=True) as conn:  # as the tables' owner, as a load does
+        before = _fingerprint(store)
+        defs = deferred_indexes.drop(conn, synthetic.DEFER_TABLES, also=synthetic.LOAD_INDEXES)
+        assert "relations_subject_idx" in defs and "relations_subject_id_fkey" in defs
+        assert "relations_pkey" not in defs and "entities_pkey" not in defs  # upserts need them
+        assert _fingerprint(store)["indexes"] != before["indexes"]
+        # an interrupted build had made one again; a resumed load drops nothing more
+        conn.exec_driver_sql(defs["relations_subject_idx"])
+        assert deferred_indexes.drop(conn, synthetic.DEFER_TABLES) == defs
+        assert conn.exec_driver_sql(
+            "SELECT to_regclass('relations_subject_idx') IS NOT NULL").scalar()
+        built = deferred_indexes.build(conn)
+        assert "relations_subject_idx" not in built and "relations_subject_id_fkey" in built
+        assert deferred_indexes.saved(conn) == {}
+    assert _fingerprint(store) == before
