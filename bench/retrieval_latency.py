@@ -4,12 +4,18 @@ Usage::
 
     python -m bench.retrieval_latency --entities 100000 --relations 300000 --queries 240 \\
         [--recipe ppr] [--data-dir DIR | --database-url URL] [--reuse] [--literal-queries 50]
+        [--defer-index] [--maintenance-work-mem 2GB] [--load-workers 2]
+        [--no-prewarm] [--evict-cache]
 
 Starts (or joins) the embedded PostgreSQL in its own data dir (default
 ``/tmp/krag-bench``, never in the repository), loads the graph of
 :mod:`bench.synthetic` into database ``krag_bench_<size>`` (its documents and chunks with
 their embeddings and full-text statistics too; ``--reuse`` keeps a database already loaded
-with the same parameters; a 100k-entity load takes 15-25 minutes on 2 shared cores). Then, in
+with the same parameters; with ``--defer-index`` a 100k-entity load took 11 minutes on the
+2 shared cores at load 12-15, see docs/bench/retrieval_1m.md). A load interrupted midway is
+resumed by the same command; a second run on the same database stops with one line (an
+advisory lock held for the whole run). ``--no-prewarm --evict-cache --reuse`` is a cold
+pass. Then, in
 a process of its own spawned for the purpose (so its memory is a query process's, not the
 generator's), warms up, and for every query's natural question does what the
 ``retrieve_knowledge`` node does: the heuristic analysis, ``search_terms``, the predicate
