@@ -4,12 +4,18 @@ Usage::
 
     python -m bench.retrieval_latency --entities 100000 --relations 300000 --queries 240 \\
         [--recipe ppr] [--data-dir DIR | --database-url URL] [--reuse] [--literal-queries 50]
+        [--defer-index] [--maintenance-work-mem 2GB] [--load-workers 2]
+        [--no-prewarm] [--evict-cache]
 
 Starts (or joins) the embedded PostgreSQL in its own data dir (default
 ``/tmp/krag-bench``, never in the repository), loads the graph of
 :mod:`bench.synthetic` into database ``krag_bench_<size>`` (its documents and chunks with
 their embeddings and full-text statistics too; ``--reuse`` keeps a database already loaded
-with the same parameters; a 100k-entity load takes 15-25 minutes on 2 shared cores). Then, in
+with the same parameters; with ``--defer-index`` a 100k-entity load took 11 minutes on the
+2 shared cores at load 12-15, see docs/bench/retrieval_1m.md). A load interrupted midway is
+resumed by the same command; a second run on the same database stops with one line (an
+advisory lock held for the whole run). ``--no-prewarm --evict-cache --reuse`` is a cold
+pass. Then, in
 a process of its own spawned for the purpose (so its memory is a query process's, not the
 generator's), warms up, and for every query's natural question does what the
 ``retrieve_knowledge`` node does: the heuristic analysis, ``search_terms``, the predicate
@@ -37,6 +43,7 @@ import json
 import multiprocessing
 import os
 import platform
+import re
 import signal
 import statistics
 import subprocess
@@ -576,47 +583,104 @@ def load_params(entities: int, relations: int, seed: int = 42, batch_size: int =
             "batch_size": batch_size, "generator": GENERATOR}
 
 
+class LoaderBusy(RuntimeError):
+    """Another loader holds the database being loaded."""
+
+
+@contextlib.contextmanager
+def loader_lock(server_url: str, dbname: str) -> Iterator[None]:
+    """Hold the server's advisory lock of ``dbname``'s load for the duration, or raise
+    :class:`LoaderBusy` at once when another loader (another process, another machine on
+    the same server) holds it: a second loader never drops or writes a database the first
+    is loading."""
+    import psycopg
+
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        key = f"krag-bench-load:{dbname}"
+        got = admin.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0))",
+                            (key,)).fetchone()
+        if not (got and got[0]):
+            holder = admin.execute(
+                "SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+                "AND ((l.classid::bigint << 32) | l.objid::bigint) = "
+                "hashtextextended(%s, 0)", (key,)).fetchone()
+            who = f" (server backend pid {holder[0]})" if holder else ""
+            raise LoaderBusy(
+                f"another loader is loading {dbname} on this server{who}; wait for it to "
+                "finish (then --reuse it) or use another --data-dir")
+        try:
+            yield
+        finally:
+            admin.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (key,))
+
+
 def prepare_database(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
-                     graph: synthetic.SyntheticGraph, log: Any) -> tuple[KnowledgeStore, dict]:
-    """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``)."""
+                     graph: synthetic.SyntheticGraph, log: Any, *, defer_index: bool = False,
+                     maintenance_work_mem: str = "1GB", workers: int = 2,
+                     ) -> tuple[KnowledgeStore, dict]:
+    """Open ``dbname`` (loading the graph unless ``reuse`` finds it loaded with ``params``;
+    ``defer_index`` and ``maintenance_work_mem`` as :func:`synthetic.load_graph` takes them).
+
+    Under :func:`loader_lock`. A database an interrupted load of the same ``params`` left
+    is resumed (:class:`synthetic.LoadProgress`), not dropped."""
+    with loader_lock(server_url, dbname):
+        return _prepare(server_url, dbname, params, reuse, graph, log,
+                        defer_index=defer_index, maintenance_work_mem=maintenance_work_mem,
+                        workers=workers)
+
+
+def _prepare(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
+             graph: synthetic.SyntheticGraph, log: Any, *, defer_index: bool,
+             maintenance_work_mem: str, workers: int) -> tuple[KnowledgeStore, dict]:
     import psycopg
 
     url = with_database(server_url, dbname)
     with psycopg.connect(server_url, autocommit=True) as admin:
         exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s",
                                (dbname,)).fetchone() is not None
-    if reuse and exists:
+    progress = None
+    if exists:
         store = open_store(url)
         with store.connect() as conn:
             stored = conn.execute(text(
                 "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
-        if stored and json.loads(stored)["params"] == params:
+        if reuse and stored and json.loads(stored)["params"] == params:
             log(f"reusing {dbname} (loaded {json.loads(stored)['loaded_at']})")
             # a graph loaded before the synonym edges were stored (migration 0011) gets them
             log(f"synonym edges: {synthetic.fill_synonyms(store, synthetic.SCOPE):.1f} s")
             return store, {**json.loads(stored)["load"], "reused": True}
-        store.close()
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{dbname}"')
-    store = open_store(url)
+        progress = synthetic.LoadProgress(store, params)
+        if not progress.state or stored:
+            progress = None
+            store.close()
+    if progress is None:
+        with psycopg.connect(server_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{dbname}"')
+        store = open_store(url)
+        progress = synthetic.LoadProgress(store, params)
     log(f"loading {params['entities']:,} entities / {params['relations']:,} relations "
         f"into {dbname}")
-    load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log)
+    load = synthetic.load_graph(store, graph, batch_size=params["batch_size"], log=log,
+                                defer_index=defer_index, workers=workers,
+                                maintenance_work_mem=maintenance_work_mem, progress=progress)
     load["generate_s"] = graph.stats["generate_s"]
+    load["defer_index"] = defer_index
+    load["maintenance_work_mem"] = maintenance_work_mem
     with store.transaction() as conn:
         conn.execute(text(
             "INSERT INTO krag_meta (key, value) VALUES ('bench_params', :v) "
             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"),
             {"v": json.dumps({"params": params, "load": load,
                               "loaded_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})})
+    progress.finish()
     return store, {**load, "reused": False}
 
 
 def database_facts(store: KnowledgeStore) -> dict[str, Any]:
     with store.connect() as conn:
         settings = dict(conn.execute(text(
-            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
             "('shared_buffers', 'work_mem', 'effective_cache_size', 'max_parallel_workers', "
             "'max_parallel_workers_per_gather', 'random_page_cost', 'jit')")).all())
         sizes = dict(conn.execute(text(
@@ -770,9 +834,52 @@ def markdown(rep: dict[str, Any]) -> str:
 
 
 # -- CLI ---------------------------------------------------------------------------------------
+_MEMORY = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
+
+
+def check_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the command line's numbers (one line), or None."""
+    limits = (("--entities", args.entities, 10, 10_000_000),
+              ("--relations", args.relations, 1, 30_000_000),
+              ("--queries", args.queries, 1, 100_000),
+              ("--batch-size", args.batch_size, 1, 1_000_000),
+              ("--load-workers", args.load_workers, 1, 8))
+    for flag, value, lo, hi in limits:
+        if not lo <= value <= hi:
+            return f"{flag} {value}: give a whole number from {lo:,} to {hi:,}"
+    if args.relations > args.entities * (args.entities - 1) * len(synthetic.PREDICATES):
+        return (f"--relations {args.relations}: more facts than {args.entities} entities can "
+                "have; give fewer relations or more entities")
+    if not _MEMORY.fullmatch(args.maintenance_work_mem):
+        return (f"--maintenance-work-mem {args.maintenance_work_mem!r}: give a size such as "
+                "512MB or 6GB")
+    return None
+
+
 def log(msg: str) -> None:
     """A timestamped progress line on stderr."""
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def evict_page_cache(data_dir: Path) -> dict[str, Any]:
+    """Ask the OS to drop ``data_dir``'s files from its page cache (``posix_fadvise``
+    DONTNEED: clean pages of these files only, nothing else on the machine), so the next
+    server started there reads from disk: a cold pass. Meaningless while a server runs on
+    it (its shared_buffers stay warm): call before starting one."""
+    files = size = 0
+    for path in Path(data_dir).rglob("*"):
+        if not path.is_file():
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            files, size = files + 1, size + os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+    return {"files": files, "mb": round(size / 2**20, 1)}
 
 
 @contextlib.contextmanager
@@ -855,9 +962,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     where.add_argument("--database-url", help="an existing server (admin URL)")
     ap.add_argument("--reuse", action="store_true",
                     help="keep a database already loaded with the same parameters")
+    ap.add_argument("--defer-index", action="store_true",
+                    help="drop every secondary index of the graph's tables for the load and "
+                    "build them once after it (storage.deferred_indexes)")
+    ap.add_argument("--maintenance-work-mem", default="1GB",
+                    help="maintenance_work_mem of the index builds after the load (the HNSW "
+                    "build is much slower once its graph no longer fits; ~2.5 kB a vector)")
+    ap.add_argument("--load-workers", type=int, default=2,
+                    help="threads writing the load's batches (1-8)")
     ap.add_argument("--no-explain", action="store_true")
     ap.add_argument("--no-prewarm", action="store_true",
                     help="measure with whatever the OS page cache holds (see prewarm())")
+    ap.add_argument("--evict-cache", action="store_true",
+                    help="a cold pass: drop the data dir's files from the OS page cache before "
+                    "starting its server (with --reuse --no-prewarm; the server must not be "
+                    "running already)")
     ap.add_argument("--hash-embedder", action="store_true",
                     help="random query vectors instead of MiniLM (no model needed)")
     ap.add_argument("--out-dir", type=Path, default=OUT_DIR)
@@ -869,16 +988,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="then this many passes with and without the row-level security "
                     "policies, alternated per question (compare_rls)")
     args = ap.parse_args(argv)
+    wrong = check_args(args)
+    if wrong:
+        print(f"error: {wrong}", file=sys.stderr)
+        return 2
     label = size_label(args.entities)
     params = load_params(args.entities, args.relations, args.seed, args.batch_size)
-    graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
-    log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
-    queries = synthetic.generate_queries(graph, args.queries)
-    warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
+    evicted = None
+    if args.evict_cache and args.database_url is None:
+        from storage.embedded import cluster_dir
+
+        if (cluster_dir(args.data_dir) / "postmaster.pid").exists():
+            print(f"error: --evict-cache: a server runs on {args.data_dir} (its buffers stay "
+                  "warm); stop what holds it first, or leave --evict-cache out", file=sys.stderr)
+            return 2
+        evicted = evict_page_cache(args.data_dir)
+        log(f"evicted from the page cache: {evicted}")
     with bench_server(args.data_dir, args.database_url) as server_url, \
-            use_access(WHOLE_STORE):  # the load and its maintenance span the store
-        store, load = prepare_database(server_url, f"krag_bench_{label}", params, args.reuse,
-                                       graph, log)
+            use_access(WHOLE_STORE), \
+            contextlib.ExitStack() as held:  # the load and its maintenance span the store
+        try:  # before generating: a second run stops at once (and never drops the
+            # database this one loads or queries)
+            held.enter_context(loader_lock(server_url, f"krag_bench_{label}"))
+        except LoaderBusy as busy:
+            print(f"error: {busy}", file=sys.stderr)
+            return 2
+        graph = synthetic.generate_graph(args.entities, args.relations, args.seed)
+        log(f"generated graph in {graph.stats['generate_s']} s: {graph.stats}")
+        queries = synthetic.generate_queries(graph, args.queries)
+        warmup = synthetic.generate_queries(graph, args.warmup, seed=args.seed + 5000)
+        store, load = _prepare(server_url, f"krag_bench_{label}", params, args.reuse,
+                               graph, log, defer_index=args.defer_index,
+                               maintenance_work_mem=args.maintenance_work_mem,
+                               workers=args.load_workers)
         log(f"load: {load}")
         warmed = {"skipped": "--no-prewarm"} if args.no_prewarm else prewarm(store)
         log(f"prewarm: {warmed.get('seconds', warmed.get('skipped'))}")
@@ -895,6 +1037,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rep = pool.submit(query_process, with_database(server_url, f"krag_bench_{label}"),
                               queries, warmup, args.hash_embedder, options).result()
         rep.update(label=label, params=params, load=load, graph=graph_stats, prewarm=warmed,
+                   evicted=evicted,
                    machine=machine(), database=database_facts(store),
                    command="python -m bench.retrieval_latency " + " ".join(
                        sys.argv[1:] if argv is None else argv))

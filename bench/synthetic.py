@@ -29,19 +29,24 @@ import math
 import random
 import string
 import time
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from graph_flows.shared.threads import ContextThreadPool
 from storage import (
     DocumentIn,
     EntityIn,
     KnowledgeStore,
     RelationIn,
+    bulk_progress,
     bulk_vectors,
+    deferred_indexes,
     fulltext,
     ids,
     synonyms,
@@ -573,9 +578,15 @@ def _batches(n: int, size: int) -> Iterator[tuple[int, int]]:
         yield start, min(n, start + size)
 
 
+# The tables whose secondary indexes a ``defer_index`` load drops and builds after it.
+DEFER_TABLES = ("entities", "relations", "entity_provenance", "relation_provenance")
+
+
 def load_graph(
     store: KnowledgeStore, graph: SyntheticGraph, *, scope: str = SCOPE,
-    batch_size: int = 10_000, rebuild_indexes: bool = True, log: Any = None,
+    batch_size: int = 10_000, rebuild_indexes: bool = True, defer_index: bool = False,
+    maintenance_work_mem: str = "1GB", workers: int = 2, log: Any = None,
+    progress: LoadProgress | None = None,
 ) -> dict[str, Any]:
     """Write the documents and chunks of :func:`chunk_layout` (``sync_document``), then the
     graph through ``KnowledgeStore.write_graph`` (COPY), entities first, then every chunk's
@@ -583,24 +594,49 @@ def load_graph(
 
     With ``rebuild_indexes`` the HNSW and GIN indexes are dropped before the load and built
     after it with ``maintenance_work_mem = 1GB`` and 2 parallel workers, then ANALYZE; last
-    the scope's full-text statistics are rebuilt, as an ingest does. Returns seconds per
-    phase and the layout's statistics (``chunks``).
+    the scope's full-text statistics are rebuilt, as an ingest does. With ``defer_index``
+    every secondary index of :data:`DEFER_TABLES` (B-trees too) is dropped as well and all
+    are built once after the load (:mod:`storage.deferred_indexes`), with
+    ``maintenance_work_mem``. Documents, relations, chunk vectors and synonym edges are
+    written by ``workers`` threads, one transaction per batch (entities by one: their
+    batches update the same ``entity_words`` rows). Returns seconds per phase and the
+    layout's statistics (``chunks``).
+
+    With ``progress`` (:class:`LoadProgress`) every committed batch is recorded, and a load
+    started again on a database an interrupted one left skips what is there (every write
+    is an upsert, so a batch committed but not yet recorded is written again unchanged).
     """
     say = log or (lambda *_: None)
+    progress = progress or LoadProgress(None, {})
+    resumed = dict(progress.state)
+    if resumed:
+        say(f"resuming an interrupted load: {resumed}")
     times: dict[str, float] = {}
     t0 = time.perf_counter()
-    if rebuild_indexes:
+    if progress.done("indexes"):
+        pass  # built by the interrupted load: nothing to drop
+    elif defer_index:
+        with store.connect(autocommit=True) as conn:  # DDL: as the tables' owner
+            deferred = deferred_indexes.drop(conn, DEFER_TABLES, also=LOAD_INDEXES)
+        say(f"deferred {len(deferred)} indexes: {', '.join(sorted(deferred))}")
+    elif rebuild_indexes:
         with store.connect(autocommit=True) as conn:  # DDL: as the tables' owner
             for name in LOAD_INDEXES:
                 conn.exec_driver_sql(f"DROP INDEX IF EXISTS {name}")
     layout = chunk_layout(graph, scope)
     times["layout_s"] = time.perf_counter() - t0
     say(f"chunk layout: {layout.stats}")
+    writers = _Writers(workers)
     t = time.perf_counter()
-    for n, (doc, texts) in enumerate(layout.documents):
-        store.sync_document(doc, texts)
-        if n % 200 == 199:
-            say(f"documents {n + 1:,}/{len(layout.documents):,} ({time.perf_counter() - t:.0f} s)")
+    docs = layout.documents
+    for n, (start, stop) in enumerate(_batches(len(docs), 20)):
+        if n < progress.done("documents"):
+            continue
+        writers.submit(_sync_documents, store, docs[start:stop],
+                       done=progress.marker("documents", n + 1))
+        if n % 10 == 9:
+            say(f"documents {stop:,}/{len(docs):,} ({time.perf_counter() - t:.0f} s)")
+    writers.drain()
     times["documents_s"] = time.perf_counter() - t
     rng = random.Random(graph.seed + 11)
     centres = cluster_centres(graph)
@@ -608,48 +644,63 @@ def load_graph(
     chunk_sums = np.zeros((len(layout.chunk_ids), DIM), dtype=np.float32)
     ent_ids: list[str] = []
     t1 = time.perf_counter()
-    for start, stop in _batches(len(graph.entities), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(graph.entities), batch_size)):
         vecs = entity_vectors(graph, start, stop, centres)
         ent_vecs[start:stop] = vecs
         batch = []
-        for i, (e, v) in enumerate(zip(graph.entities[start:stop], vecs.tolist(), strict=True),
-                                   start):
+        for i, (e, v) in enumerate(zip(graph.entities[start:stop], vecs, strict=True), start):
             prov = tuple(layout.chunk_ids[c] for c in layout.entity_chunks[i])
             batch.append(EntityIn(e.name, e.type, scope, e.summary,
                                   round(0.6 + 0.4 * rng.random(), 3), v, prov))
         ent_ids.extend(x.id for x in batch)
-        store.write_graph(batch, [])
+        if n < progress.done("entities"):
+            continue
+        store.write_graph(batch, [])  # one writer: batches share entity_words rows
+        progress.mark("entities", n + 1)
         say(f"entities {stop:,}/{len(graph.entities):,} "
             f"({time.perf_counter() - t1:.0f} s)")
     for e, c in layout.summary_chunk.items():
         chunk_sums[c] += ent_vecs[e]
     times["entities_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
-    for start, stop in _batches(len(graph.relations), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(graph.relations), batch_size)):
         vecs = relation_vectors(graph, start, stop, ent_vecs)
         np.add.at(chunk_sums, layout.relation_chunk[start:stop], vecs)
         batch_r = [
             RelationIn(ent_ids[r.subject], r.predicate, ent_ids[r.object], r.fact, scope,
                        round(0.5 + 0.5 * rng.random(), 3), v, r.valid_at,
                        chunk_ids=(layout.chunk_ids[layout.relation_chunk[i]],))
-            for i, (r, v) in enumerate(zip(graph.relations[start:stop], vecs.tolist(),
-                                           strict=True), start)]
-        store.write_graph([], batch_r)
+            for i, (r, v) in enumerate(zip(graph.relations[start:stop], vecs, strict=True),
+                                       start)]
+        if n < progress.done("relations"):
+            continue
+        writers.submit(store.write_graph, [], batch_r, done=progress.marker("relations", n + 1))
         say(f"relations {stop:,}/{len(graph.relations):,} "
             f"({time.perf_counter() - t2:.0f} s)")
+    writers.drain()
     times["relations_s"] = time.perf_counter() - t2
     del ent_vecs
     t3 = time.perf_counter()
-    for start, stop in _batches(len(layout.chunk_ids), batch_size):
+    for n, (start, stop) in enumerate(_batches(len(layout.chunk_ids), batch_size)):
+        if n < progress.done("chunk_vectors"):
+            continue
         vecs = chunk_vectors(graph, chunk_sums, start, stop)
-        with store.transaction() as conn:
-            bulk_vectors.copy_vectors(conn, "chunks", zip(
-                layout.chunk_ids[start:stop], vecs.tolist(), strict=True))
+        writers.submit(_write_chunk_vectors, store, layout.chunk_ids[start:stop], vecs,
+                       done=progress.marker("chunk_vectors", n + 1))
         say(f"chunk vectors {stop:,}/{len(layout.chunk_ids):,} "
             f"({time.perf_counter() - t3:.0f} s)")
+    writers.drain()
     times["chunk_vectors_s"] = time.perf_counter() - t3
-    if rebuild_indexes:
+    if progress.done("indexes"):
+        pass
+    elif defer_index:
+        with store.connect(autocommit=True) as conn:
+            built = deferred_indexes.build(conn, maintenance_work_mem=maintenance_work_mem,
+                                           log=say)
+        times.update({f"index_{k}_s": v for k, v in built.items()})
+    elif rebuild_indexes:
         times.update(rebuild(store, log=say))
+    progress.mark("indexes", 1)
     t4 = time.perf_counter()
     with store.connect(autocommit=True) as conn:
         conn.exec_driver_sql("VACUUM (ANALYZE) chunks")  # the vector UPDATE left dead rows
@@ -664,17 +715,112 @@ def load_graph(
         raise RuntimeError(f"the full-text statistics of scope {scope!r} were not rebuilt")
     times["term_stats_s"] = time.perf_counter() - t5
     say(f"full-text statistics: {times['term_stats_s']:.1f} s")
-    times["synonyms_s"] = fill_synonyms(store, scope)
+    times["synonyms_s"] = fill_synonyms(store, scope, ent_ids, workers=workers, log=say)
     say(f"synonym edges: {times['synonyms_s']:.1f} s")
+    writers.close()
     times["total_s"] = time.perf_counter() - t0
-    return {**{k: round(v, 2) for k, v in times.items()}, "chunks": layout.stats}
+    return {**{k: round(v, 2) for k, v in times.items()}, "chunks": layout.stats,
+            "workers": workers, **({"resumed_from": resumed} if resumed else {})}
 
 
-def fill_synonyms(store: KnowledgeStore, scope: str) -> float:
-    """Compute the synonym edges an ingest computes batch by batch (storage.synonyms) for
-    the entities of ``scope`` that have none yet; seconds taken."""
-    start = time.perf_counter()
+class LoadProgress:
+    """What a load has committed (batches per phase), in ``krag_meta`` under :data:`KEY`
+    with the load's parameters (``store`` None: kept in memory only). A progress recorded
+    with other parameters is not this load's: it starts from nothing."""
+
+    KEY = "bench_load_progress"
+
+    def __init__(self, store: KnowledgeStore | None, params: dict[str, Any]) -> None:
+        self.store, self.params = store, params
+        self.state: dict[str, int] = {}
+        if store is not None:
+            with store.connect() as conn:
+                found = bulk_progress.read(conn, self.KEY)
+            if found and found.get("params") == params:
+                self.state = dict(found["done"])
+
+    def done(self, phase: str) -> int:
+        return self.state.get(phase, 0)
+
+    def mark(self, phase: str, n: int) -> None:
+        self.state[phase] = max(n, self.done(phase))
+        if self.store is not None:
+            with self.store.transaction() as conn:
+                bulk_progress.write(conn, self.KEY, {"params": self.params,
+                                                     "done": self.state})
+
+    def marker(self, phase: str, n: int) -> Any:
+        return lambda: self.mark(phase, n)
+
+    def finish(self) -> None:
+        """Forget the progress (the load is complete)."""
+        if self.store is not None:
+            with self.store.transaction() as conn:
+                bulk_progress.clear(conn, self.KEY)
+
+
+class _Writers:
+    """Write transactions run by ``workers`` threads (each on its own connection), at most
+    two per thread queued; :meth:`drain` waits for all and raises the first failure."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+        self.pool = ContextThreadPool(self.workers, thread_name_prefix="krag-bench-load")
+        self.pending: deque[tuple[Future[Any], Any]] = deque()
+
+    def submit(self, fn: Any, *args: Any, done: Any = None) -> None:
+        """Queue ``fn(*args)``; ``done()`` runs once it and every earlier task succeeded."""
+        while len(self.pending) >= 2 * self.workers:
+            self._finish_oldest()
+        self.pending.append((self.pool.submit(fn, *args), done))
+
+    def _finish_oldest(self) -> None:
+        future, done = self.pending.popleft()
+        future.result()
+        if done is not None:
+            done()
+
+    def drain(self) -> None:
+        while self.pending:
+            self._finish_oldest()
+
+    def close(self) -> None:
+        self.drain()
+        self.pool.shutdown()
+
+
+def _sync_documents(store: KnowledgeStore, docs: list[tuple[DocumentIn, list[str]]]) -> None:
+    for doc, texts in docs:
+        store.sync_document(doc, texts)
+
+
+def _write_chunk_vectors(store: KnowledgeStore, chunk_ids: list[str], vecs: np.ndarray
+                         ) -> None:
     with store.transaction() as conn:
+        bulk_vectors.copy_vectors(conn, "chunks", zip(chunk_ids, vecs, strict=True))
+
+
+def _fill_page(store: KnowledgeStore, ids_: list[str]) -> None:
+    with store.transaction() as conn:
+        synonyms.fill(conn, entity_ids=ids_)
+
+
+def fill_synonyms(store: KnowledgeStore, scope: str, entity_ids: list[str] | None = None, *,
+                  workers: int = 1, log: Any = None) -> float:
+    """Compute the synonym edges an ingest computes batch by batch (storage.synonyms) for
+    the entities of ``scope`` that have none yet; seconds taken. With ``entity_ids`` (the
+    scope's entities) they are computed a page at a time by ``workers`` threads first."""
+    say = log or (lambda *_: None)
+    start = time.perf_counter()
+    if entity_ids:
+        ordered = sorted(entity_ids)
+        writers = _Writers(workers)
+        for n, (a, b) in enumerate(_batches(len(ordered), synonyms.PAGE)):
+            writers.submit(_fill_page, store, ordered[a:b])
+            if n % 100 == 99:
+                say(f"synonyms {b:,}/{len(ordered):,} ({time.perf_counter() - start:.0f} s)")
+        writers.close()
+    with store.transaction() as conn:  # whatever is left (none after the pages)
         synonyms.fill(conn, scope_names=[scope])
     return time.perf_counter() - start
 

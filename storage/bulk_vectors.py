@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from sqlalchemy import Connection, text
 
-from storage.bulk import stage, vector_literal
+from storage.bulk import as_vector, stage
 from storage.vectors import TABLES
 
 
@@ -21,8 +21,8 @@ def copy_vectors(
     returns how many rows were updated (ids not in ``table`` are ignored)."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}")
-    stage(conn, "stage_vectors", "id text, v text", ("id", "v"),
-          ((i, vector_literal(v)) for i, v in vectors))
+    stage(conn, "stage_vectors", "id text, v vector", ("id", "v"),
+          ((i, as_vector(v)) for i, v in vectors), ("text", "vector"))
     return conn.execute(text(
-        f"UPDATE {table} t SET embedding = CAST(s.v AS vector) "
+        f"UPDATE {table} t SET embedding = s.v "
         "FROM stage_vectors s WHERE t.id = s.id")).rowcount

@@ -6,26 +6,28 @@ does (graph_flows.indexing.resolve.wins)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
+from psycopg.types.json import Jsonb
 from sqlalchemy import Connection, text
 
 from storage import supersede
-from storage.bulk import stage, vector_literal
+from storage.bulk import as_vector, stage
 from storage.ids import normalize_name
 from storage.models import EntityIn, RelationIn
 
 _ENTITY_UPSERT = """
-WITH up AS (
+WITH al AS (
+    SELECT s.id, array_agg(DISTINCT a ORDER BY a) AS aliases
+    FROM stage_entities s, jsonb_array_elements_text(s.aliases) a
+    GROUP BY s.id
+), up AS (
     INSERT INTO entities AS e (id, scope, name, normalized_name, type, summary, confidence,
                                embedding, aliases)
-    SELECT DISTINCT ON (id) id, scope, name, normalized_name, type, summary, confidence,
-           embedding::vector,
-           ARRAY(SELECT DISTINCT a FROM stage_entities s, jsonb_array_elements_text(s.aliases) a
-                 WHERE s.id = t.id ORDER BY a)
-    FROM stage_entities t
-    ORDER BY id, confidence DESC, length(summary) DESC
+    SELECT DISTINCT ON (t.id) t.id, t.scope, t.name, t.normalized_name, t.type, t.summary,
+           t.confidence, t.embedding, COALESCE(al.aliases, '{}')
+    FROM stage_entities t LEFT JOIN al ON al.id = t.id
+    ORDER BY t.id, t.confidence DESC, length(t.summary) DESC
     ON CONFLICT (id) DO UPDATE SET
         confidence = GREATEST(e.confidence, EXCLUDED.confidence),
         aliases = e.aliases || ARRAY(SELECT a FROM unnest(EXCLUDED.aliases) a
@@ -49,7 +51,7 @@ _RELATION_UPSERT = """
 INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
                             embedding, valid_at, invalid_at, attribute, predicate_text)
 SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
-       embedding::vector, valid_at, invalid_at, attribute, predicate_text
+       embedding, valid_at, invalid_at, attribute, predicate_text
 FROM stage_relations
 ORDER BY id, confidence DESC
 ON CONFLICT (id) DO UPDATE SET
@@ -69,23 +71,29 @@ ON CONFLICT (id) DO UPDATE SET
 """
 
 
+# the staging tables' column types, for the binary COPY (embeddings as float32, not text)
+_ENTITY_TYPES = ("text", "text", "text", "text", "text", "text", "float4", "vector", "jsonb")
+_RELATION_TYPES = ("text", "text", "text", "text", "text", "text", "float4", "vector",
+                   "timestamptz", "timestamptz", "text", "text")
+
+
 def upsert_entities(conn: Connection, entities: Sequence[EntityIn]) -> int:
     """Bulk upsert entities and their chunk provenance; returns rows staged."""
     if not entities:
         return 0
     rows = [
         (e.id, e.scope, e.name, normalize_name(e.name), e.type, e.summary or "",
-         float(e.confidence), vector_literal(e.embedding),
-         json.dumps([a for a in dict.fromkeys(e.aliases) if a != e.name]))
+         float(e.confidence), as_vector(e.embedding),
+         Jsonb([a for a in dict.fromkeys(e.aliases) if a != e.name]))
         for e in entities
     ]
     stage(conn, "stage_entities",
           "id text, scope text, name text, normalized_name text, type text, summary text, "
-          "confidence real, embedding text, aliases jsonb",
+          "confidence real, embedding vector, aliases jsonb",
           ("id", "scope", "name", "normalized_name", "type", "summary", "confidence",
-           "embedding", "aliases"), rows)
+           "embedding", "aliases"), rows, _ENTITY_TYPES)
     conn.execute(text(_ENTITY_UPSERT))
-    prov = {(e.id, c) for e in entities for c in e.chunk_ids}
+    prov = {(e.id, c, e.scope) for e in entities for c in e.chunk_ids}
     _insert_provenance(conn, "entity_provenance", "entity_id", prov)
     return len(rows)
 
@@ -99,31 +107,34 @@ def upsert_relations(conn: Connection, relations: Sequence[RelationIn]) -> int:
     supersede.lock_groups(conn, groups)  # before any row lock: no deadlock between writers
     rows = [
         (r.id, r.scope, r.subject_id, r.object_id, r.predicate, r.fact, float(r.confidence),
-         vector_literal(r.embedding), r.valid_at, r.invalid_at, r.attribute,
+         as_vector(r.embedding), r.valid_at, r.invalid_at, r.attribute,
          r.predicate_text or None)
         for r in relations
     ]
     stage(conn, "stage_relations",
           "id text, scope text, subject_id text, object_id text, predicate text, fact text, "
-          "confidence real, embedding text, valid_at timestamptz, invalid_at timestamptz, "
+          "confidence real, embedding vector, valid_at timestamptz, invalid_at timestamptz, "
           "attribute text, predicate_text text",
           ("id", "scope", "subject_id", "object_id", "predicate", "fact", "confidence",
-           "embedding", "valid_at", "invalid_at", "attribute", "predicate_text"), rows)
+           "embedding", "valid_at", "invalid_at", "attribute", "predicate_text"), rows,
+          _RELATION_TYPES)
     conn.execute(text(_RELATION_UPSERT))
-    prov = {(r.id, c) for r in relations for c in r.chunk_ids}
+    prov = {(r.id, c, r.scope) for r in relations for c in r.chunk_ids}
     _insert_provenance(conn, "relation_provenance", "relation_id", prov)
     supersede.settle(conn, groups)
     return len(rows)
 
 
 def _insert_provenance(
-    conn: Connection, table: str, key: str, pairs: set[tuple[str, str]]
+    conn: Connection, table: str, key: str, rows: set[tuple[str, str, str]]
 ) -> None:
-    if not pairs:
+    """Insert (owner, chunk, owner's scope) links; the scope given, the insert trigger has
+    nothing to look up (it only fills a missing one)."""
+    if not rows:
         return
-    stage(conn, f"stage_{table}", "owner text, chunk_id text", ("owner", "chunk_id"),
-          sorted(pairs))
+    stage(conn, f"stage_{table}", "owner text, chunk_id text, scope text",
+          ("owner", "chunk_id", "scope"), sorted(rows))
     conn.execute(text(
-        f"INSERT INTO {table} ({key}, chunk_id) SELECT owner, chunk_id FROM stage_{table} "
-        "ON CONFLICT DO NOTHING"
+        f"INSERT INTO {table} ({key}, chunk_id, scope) "
+        f"SELECT owner, chunk_id, scope FROM stage_{table} ON CONFLICT DO NOTHING"
     ))
