@@ -59,11 +59,15 @@ class IndexingContext:
                                  "one (docs/bench/HISTORY.md, issue 25)."},
     )
     look_ahead: bool = field(
-        default=True,
+        default=False,
         metadata={"description": "With an LLM, claim and extract the next batch while the "
                                  "current one is validated, resolved, embedded and written "
                                  "(the model is never idle between batches). A failed step "
-                                 "stops it: no call starts after the failure."},
+                                 "stops it: no call starts after the failure. Off by "
+                                 "default: when the connection that puts the chunks claimed "
+                                 "ahead back to pending is lost too, they are extracted last, "
+                                 "and resolution, which depends on order, can then build a "
+                                 "graph that differs from a clean run's (tests/reliability)."},
     )
     batch_size: int = field(
         default=32,

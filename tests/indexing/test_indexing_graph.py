@@ -333,6 +333,11 @@ def test_a_run_failing_in_write_leaves_no_llm_call_running(
     in flight finish), the chunks claimed ahead go back to pending and nothing outlives
     the run."""
     def broken(*_: Any, **__: Any) -> None:
+        # fail once the look-ahead has its two calls in flight (the first batch's 4 calls,
+        # then 2 of the next batch's, blocked in ``reply`` until the look-ahead is stopped)
+        deadline = time.monotonic() + 60
+        while len(chat.calls) < 4 + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         raise RuntimeError("disk full")
 
     started: list[NextBatch] = []
@@ -355,7 +360,8 @@ def test_a_run_failing_in_write_leaves_no_llm_call_running(
     chat = ScriptedChatModel.per_document(reply)
     texts = [f"{DOC_A} Report {n}." for n in range(12)]
     with pytest.raises(RuntimeError, match="disk full"):
-        run(store, {"texts": texts, "source": "t"}, chat, batch_size=4, concurrency=2)
+        run(store, {"texts": texts, "source": "t"}, chat, batch_size=4, concurrency=2,
+            look_ahead=True)
     assert len(started) == 1 and started[0].stopped
     # the first batch, then the two calls in flight ahead when the write failed
     assert len(chat.calls) == 4 + 2
@@ -383,7 +389,8 @@ def test_a_failed_claim_ahead_is_claimed_again(
     monkeypatch.setattr(ahead, "claim_chunks", flaky)
     chat = ScriptedChatModel.per_document(catalogue_reply)
     texts = [f"{DOC_A} Report {n}." for n in range(6)]
-    out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2)
+    out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2,
+              look_ahead=True)
     assert len(claims) >= 2 and out["chunks"]["completed"] == len(texts)
     assert len(chat.calls) == out["llm"]["calls"] == len(texts)
     assert statuses(store) == {"completed": len(texts)}
