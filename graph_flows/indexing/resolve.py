@@ -65,6 +65,12 @@ def wins(summary: str, other: str) -> bool:
     return (len(summary), other) > (len(other), summary)
 
 
+def fact_wins(confidence: float, fact: str, other_confidence: float, other: str) -> bool:
+    """Whether ``fact`` replaces ``other`` as a relation's fact: the higher confidence, of two
+    as confident the first in code point order (a total order, as :func:`wins`)."""
+    return (confidence, other) > (other_confidence, fact)
+
+
 def near_duplicate(a: str, b: str, similarity: float, threshold: float) -> bool:
     """Same compact form, or pg_trgm ``similarity`` >= threshold (names of 4+ characters)."""
     if compact(a) == compact(b):
@@ -299,7 +305,7 @@ def build_relations(
                                   "scope": scope, "confidence": rel["confidence"],
                                   "valid_at": None, "chunk_ids": [],
                                   "attribute": rel.get("attribute")}
-            elif (rel["confidence"], cur["fact"]) > (cur["confidence"], rel["fact"]):
+            elif fact_wins(rel["confidence"], rel["fact"], cur["confidence"], cur["fact"]):
                 cur["fact"], cur["confidence"] = rel["fact"], rel["confidence"]
             cur["attribute"] = cur["attribute"] or rel.get("attribute")
             if when_iso and (cur["valid_at"] is None or when_iso < cur["valid_at"]):
@@ -350,8 +356,8 @@ def resolve_batch(
         known = existing_relations(conn, [r["id"] for r in relations])
     for rel in relations:
         old = known.get(rel["id"])
-        rel["embed"] = old is None or not old.has_embedding or (
-            (rel["confidence"], old.fact) > (old.confidence, rel["fact"]))
+        rel["embed"] = old is None or not old.has_embedding or fact_wins(
+            rel["confidence"], rel["fact"], old.confidence, old.fact)
     return Resolution([_entity_row(g) for g in by_id.values()], relations,
                       _unique(merges), dropped, kept)
 

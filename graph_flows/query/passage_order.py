@@ -134,10 +134,9 @@ def cover_order(rows: Sequence[Row], question: str, kept: int = KEPT_DOCUMENTS) 
         return placed
     names = extractive.question(question).names
     question_words = extractive.terms(question)
-    words = [extractive.terms(f"{r.get('title') or ''} {r.get('text') or ''}") for r in rest]
+    words = [_said(r) for r in rest]
     titles = [extractive.terms(r.get("title") or "") for r in rest]
-    said = frozenset().union(*(extractive.terms(
-        f"{r.get('title') or ''} {r.get('text') or ''}") for r in placed))
+    said = frozenset().union(*map(_said, placed))
     placed_titles = [extractive.terms(r.get("title") or "") for r in placed]
     while rest:
         context = said | question_words
@@ -148,3 +147,8 @@ def cover_order(rows: Sequence[Row], question: str, kept: int = KEPT_DOCUMENTS) 
         said |= words.pop(pick)
         placed_titles.append(titles.pop(pick))
     return placed
+
+
+def _said(row: Mapping[str, Any]) -> frozenset[str]:
+    """The terms a passage row says: its title's and its text's."""
+    return frozenset(extractive.terms(f"{row.get('title') or ''} {row.get('text') or ''}"))
