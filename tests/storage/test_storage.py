@@ -254,6 +254,50 @@ def test_substring_search_reads_the_first_pages_then_the_index(
     assert "Tid Range Scan" in plan and "entities_summary_trgm" in plan, plan
 
 
+@pytest.mark.slow
+def test_name_substrings_are_found_through_the_index_under_a_limit(
+        big_store: KnowledgeStore) -> None:
+    """entity_like's substring branch is planned for all its rows (the GIN bitmap), not as
+    an in-order scan expected to stop early, and returns the rows a plain LIMIT would."""
+    with big_store.connect() as conn:
+        names = list(conn.execute(text("SELECT name FROM entities ORDER BY ctid")).scalars())
+    terms = [names[-1].split()[0], names[-2].split()[1], "zzzq"]
+    clause, params = search._ilike_any("e.name", terms, also="e.alias_text")
+    select = f"SELECT e.id FROM entities e WHERE e.scope = ANY(:s) AND {clause}"
+    plan = _plan(big_store, search._all_then_first(select), s=["default"], n=2, **params)
+    with big_store.connect() as conn:
+        fenced = conn.execute(text(search._all_then_first(select)),
+                              {"s": ["default"], "n": 2, **params}).scalars().all()
+        plain = conn.execute(text(f"SELECT * FROM ({select} ORDER BY e.ctid) m LIMIT 2"),
+                             {"s": ["default"], **params}).scalars().all()
+        hits = search.entity_like(conn, "default", terms, 2)
+    assert "entities_name_trgm" in plan and "Seq Scan on entities" not in plan, plan
+    assert fenced == plain and len(fenced) == 2
+    assert [h.entity.id for h in hits] == fenced
+
+
+def test_facts_of_an_entity_rank_by_the_question_words_they_hold(store: KnowledgeStore) -> None:
+    """fact_by_endpoints counts the terms a fact holds as ILIKE would: any case, and ``%``
+    and ``_`` literally (the text is lowercased once, each term found by strpos)."""
+    c1, _ = _seed_chunk(store)
+    a = EntityIn("Ada", "person", "default", "", 0.9, None, (c1,))
+    others = [EntityIn(n, "concept", "default", "", 0.9, None, (c1,))
+              for n in ("Notes", "Engine", "London", "Paris")]
+    facts = ["Ada wrote 100% of the NOTES.", "Ada built the_engine in Paris.",
+             "Ada lived in London.", "Ada visited Paris in 100 days."]
+    rels = [RelationIn(a.id, "rel", o.id, f, "default", 0.5 + i / 10, chunk_ids=(c1,))
+            for i, (o, f) in enumerate(zip(others, facts, strict=True))]
+    store.write_graph([a, *others], rels)
+    with store.connect() as conn:
+        hits = search.fact_by_endpoints(conn, "default", [a.id], ["100%", "notes", "THE_ENGINE"],
+                                        [], 4)
+        none = search.fact_by_endpoints(conn, "default", [a.id], ["xy"], [], 4)
+    assert [h.fact.fact for h in hits][:2] == [facts[0], facts[1]]
+    # two terms in the first, one in the second, none in the others ("100" is not "100%")
+    assert {h.fact.fact for h in hits[2:]} == {facts[2], facts[3]}
+    assert [h.fact.fact for h in none] == sorted(facts, key=facts.index, reverse=True)
+
+
 def test_long_text_columns_keep_small_planner_statistics(store: KnowledgeStore) -> None:
     with store.connect() as conn:
         targets = dict(conn.execute(text(
