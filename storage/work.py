@@ -52,11 +52,14 @@ def claim_chunks(
 
 
 def complete_chunks(conn: Connection, outcomes: Sequence[ChunkOutcome]) -> None:
-    """Mark chunks completed with their counts (same transaction as their graph writes)."""
+    """Mark chunks completed with their counts (same transaction as their graph writes);
+    the worker that did it stays recorded, without the tag of a look-ahead's claim
+    (storage.claims.tagged)."""
     if not outcomes:
         return
     conn.execute(text("""
         UPDATE extraction_status SET status = 'completed', error = NULL, updated_at = now(),
+            worker = regexp_replace(worker, '/[0-9a-f]{12}$', ''),
             entity_count = :entities, relation_count = :relations,
             dropped = CAST(:dropped AS jsonb), llm_calls = llm_calls + :calls,
             input_tokens = input_tokens + :tin, output_tokens = output_tokens + :tout
@@ -70,6 +73,7 @@ def fail_chunk(conn: Connection, chunk_id: str, error: str, llm_calls: int = 0) 
     """Mark one chunk failed with its reason (it is retried with ``retry_failed``)."""
     conn.execute(text("""
         UPDATE extraction_status SET status = 'failed', error = :error, updated_at = now(),
+            worker = regexp_replace(worker, '/[0-9a-f]{12}$', ''),
             llm_calls = llm_calls + :calls WHERE chunk_id = :id"""),
         {"id": chunk_id, "error": error[:2000], "calls": llm_calls})
 

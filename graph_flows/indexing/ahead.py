@@ -12,6 +12,15 @@ batch N fails, :meth:`NextBatch.cancel` stops it: no call starts after that (at 
 ``concurrency`` calls already in flight finish), the step waits for them, and the claimed
 chunks go back to pending, so a failed run leaves nothing calling the model and nothing
 claimed that a later run would not take.
+
+Order: resolution depends on the order chunks are resolved in, so a run that goes on after
+a lost connection must extract the chunks it claimed ahead where a clean run would, not
+last. Each look-ahead claims under a tag of its own (``<worker>/<tag>``,
+storage.claims.tagged), and cancelling puts back exactly that tag's claims, retried with
+backoff: idempotent, so it also undoes a claim whose reply the lost connection swallowed.
+When even that fails, the step raises :class:`ClaimsNotReleased`, which the retry policy
+does not retry: the run stops, and the next run takes this process's claims back first
+(graph_flows.services.ingest), so its chunks keep their place.
 """
 
 from __future__ import annotations
@@ -22,11 +31,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from tenacity import Retrying, stop_after_attempt, wait_exponential
+
 from graph_flows.indexing.extraction.llm import extract_with_llm, structured
 from graph_flows.indexing.nodes import Ctx, claim_chunks, context_of, resolve, validate, write
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
 from graph_flows.shared.threads import ContextThreadPool
+from storage.claims import tagged
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -34,16 +46,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Batch = list[dict[str, Any]]
+RELEASE_ATTEMPTS = 4  # putting the claims back: at once, then after 0.25, 0.5 and 1 s
+
+
+class ClaimsNotReleased(RuntimeError):
+    """Chunks claimed ahead could not be put back to pending (not retried by the step)."""
 
 
 class NextBatch:
-    """Claim (``claim()``) and extract the next batch with ``concurrency`` calls in flight,
-    on threads of the step that created it; :meth:`result` or :meth:`cancel` ends it."""
+    """Claim (``claim(worker)``, under a tag of ``worker``) and extract the next batch with
+    ``concurrency`` calls in flight, on threads of the step that created it; :meth:`result`
+    or :meth:`cancel` ends it; ``release(worker)`` puts a tag's claims back to pending."""
 
-    def __init__(self, claim: Callable[[], Batch], model: BaseChatModel,
-                 concurrency: int) -> None:
+    def __init__(self, claim: Callable[[str], Batch], release: Callable[[str], Any],
+                 worker: str, model: BaseChatModel, concurrency: int) -> None:
         self._stop = threading.Event()
-        self._claimed: Batch = []
+        self._tag = tagged(worker)
+        self._release = release
+        self._claiming = False
         self._concurrency = max(1, concurrency)
         self._runnable = structured(model)
         self._pool = ContextThreadPool(max_workers=1, thread_name_prefix="extract-ahead")
@@ -57,8 +77,8 @@ class NextBatch:
     def _run(self, claim: Callable[[], Batch]) -> tuple[Batch, list[dict[str, Any]]]:
         if self._stop.is_set():
             return [], []
-        batch = claim()
-        self._claimed = batch
+        self._claiming = True
+        batch = claim(self._tag)
         if not batch or self._stop.is_set():
             return batch, []
         workers = min(self._concurrency, len(batch))
@@ -86,10 +106,9 @@ class NextBatch:
         finally:
             self._pool.shutdown(wait=True)
 
-    def cancel(self, release: Callable[[list[str]], Any]) -> None:
-        """Start no further call, wait for those in flight, and put the claimed chunks back
-        to pending with ``release(chunk_ids)`` (best effort: a database that is gone leaves
-        them claimed under this process's id, which its next run takes back)."""
+    def cancel(self) -> None:
+        """Start no further call, wait for those in flight, and put the chunks claimed
+        ahead back to pending (retried; :class:`ClaimsNotReleased` when that fails)."""
         self._stop.set()
         try:
             self._future.result()
@@ -97,14 +116,19 @@ class NextBatch:
             log.debug("the look-ahead of a failed step failed too", exc_info=True)
         finally:
             self._pool.shutdown(wait=True)
-        ids = [chunk["id"] for chunk in self._claimed]
-        if not ids:
+        if not self._claiming:
             return
         try:
-            release(ids)
-        except Exception:  # noqa: BLE001 - best effort, see above
-            log.warning("could not put %d chunks claimed ahead back to pending", len(ids),
-                        exc_info=True)
+            for attempt in Retrying(stop=stop_after_attempt(RELEASE_ATTEMPTS), reraise=True,
+                                    wait=wait_exponential(multiplier=0.25, max=1.0)):
+                with attempt:
+                    self._release(self._tag)
+        except Exception as exc:
+            cause = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else \
+                type(exc).__name__
+            raise ClaimsNotReleased(
+                f"the chunks claimed ahead could not be put back to pending ({cause}); run "
+                "the ingest again: it takes this process's claims back first") from exc
 
 
 # -- the graph step -------------------------------------------------------------------------
@@ -121,7 +145,8 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
     if res.chat_model is None:  # the model went away: store this batch alone
         ahead: NextBatch | None = None
     else:
-        ahead = NextBatch(lambda: claim_chunks(res.store, state, ctx), res.chat_model,
+        ahead = NextBatch(lambda worker: claim_chunks(res.store, state, ctx, worker),
+                          res.store.release_worker_claims, state["worker"], res.chat_model,
                           ctx.concurrency)
     try:
         current: dict[str, Any] = dict(state)
@@ -131,7 +156,7 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
         written = write(current, runtime)
     except BaseException:
         if ahead is not None:
-            ahead.cancel(res.store.release_chunks)
+            ahead.cancel()
         raise
     try:
         batch, extractions = ahead.result() if ahead is not None else ([], [])
@@ -139,11 +164,11 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
         log.warning("claiming or extracting the next batch ahead failed; claiming it again",
                     exc_info=True)
         if ahead is not None:
-            ahead.cancel(res.store.release_chunks)
+            ahead.cancel()
         batch, extractions = [], []
     except BaseException:
         if ahead is not None:
-            ahead.cancel(res.store.release_chunks)
+            ahead.cancel()
         raise
     usage = {key: sum(r[field] for r in extractions) for key, field in
              (("calls", "llm_calls"), ("input_tokens", "input_tokens"),

@@ -59,15 +59,14 @@ class IndexingContext:
                                  "one (docs/bench/HISTORY.md, issue 25)."},
     )
     look_ahead: bool = field(
-        default=False,
+        default=True,
         metadata={"description": "With an LLM, claim and extract the next batch while the "
                                  "current one is validated, resolved, embedded and written "
                                  "(the model is never idle between batches). A failed step "
-                                 "stops it: no call starts after the failure. Off by "
-                                 "default: when the connection that puts the chunks claimed "
-                                 "ahead back to pending is lost too, they are extracted last, "
-                                 "and resolution, which depends on order, can then build a "
-                                 "graph that differs from a clean run's (tests/reliability)."},
+                                 "stops it: no call starts after the failure, and the chunks "
+                                 "claimed ahead go back to pending in place (retried; if "
+                                 "that fails the run stops, and the next run takes them "
+                                 "back first). False: one batch at a time."},
     )
     batch_size: int = field(
         default=32,

@@ -218,12 +218,14 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 # -- helpers --------------------------------------------------------------------------------
-def claim_chunks(store: KnowledgeStore, state: IndexingState,
-                 ctx: IndexingContext) -> list[dict[str, Any]]:
-    """Claim pending chunks for this run (claims of dead local workers are freed first)."""
+def claim_chunks(store: KnowledgeStore, state: IndexingState, ctx: IndexingContext,
+                 worker: str | None = None) -> list[dict[str, Any]]:
+    """Claim pending chunks for this run (claims of dead local workers are freed first),
+    recorded under ``worker`` (default: the run's worker id)."""
     with store.transaction() as conn:
         release_dead_local_claims(conn)
-    work = store.claim_chunks(ctx.batch_size, state["worker"], scope=state["claim_scope"],
+    work = store.claim_chunks(ctx.batch_size, worker or state["worker"],
+                              scope=state["claim_scope"],
                               source=state.get("claim_source"), stale_after_s=ctx.stale_after_s)
     return [{"id": w.id, "document_id": w.document_id, "text": w.text, "scope": w.scope,
              "source": w.source, "uri": w.uri} for w in work]

@@ -396,6 +396,89 @@ def test_a_failed_claim_ahead_is_claimed_again(
     assert statuses(store) == {"completed": len(texts)}
 
 
+def test_a_claim_ahead_whose_reply_was_lost_is_put_back_in_place(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The look-ahead's claim commits but its reply is lost (the connection died after the
+    commit): cancelling puts that tag's claims back, so the run extracts every chunk once
+    and in order instead of leaving them claimed until the stale timeout."""
+    from graph_flows.indexing import ahead
+
+    claims: list[list[str]] = []
+    original = ahead.claim_chunks
+
+    def lost_reply(*args: Any, **kwargs: Any) -> Any:
+        batch = original(*args, **kwargs)
+        claims.append([c["id"] for c in batch])
+        if len(claims) == 1:
+            raise RuntimeError("server closed the connection unexpectedly")
+        return batch
+
+    monkeypatch.setattr(ahead, "claim_chunks", lost_reply)
+    chat = ScriptedChatModel.per_document(catalogue_reply)
+    texts = [f"{DOC_A} Report {n}." for n in range(6)]
+    out = run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2,
+              look_ahead=True)
+    assert claims[0] and claims[1] != claims[0]
+    assert out["chunks"]["completed"] == len(texts) and statuses(store) == {
+        "completed": len(texts)}
+    assert len(chat.calls) == out["llm"]["calls"] == len(texts)
+    # extracted in place: batch by batch in the documents' order (the lost claim's chunks
+    # were claimed again next, not left to the stale timeout or the end)
+    def report(text: str) -> int:
+        return int(text.rsplit("Report ", 1)[1].split(".")[0])
+
+    queue = [report(r.text) for r in rows(  # the order claims take chunks in
+        store, "SELECT c.text FROM chunks c ORDER BY c.document_id, c.ordinal")]
+    called = [report(document_of(c)) for c in chat.calls]
+    assert [sorted(called[i:i + 2]) for i in range(0, 6, 2)] == [
+        sorted(queue[i:i + 2]) for i in range(0, 6, 2)]
+
+
+def test_claims_ahead_go_back_after_transient_failures_or_the_run_stops(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Putting the chunks claimed ahead back is retried; when it keeps failing the step
+    raises ClaimsNotReleased (not retried by the retry policy, unlike a lost connection),
+    and the next run of this process takes the claims back."""
+    from graph_flows.indexing import ahead
+
+    failures = {"left": 0}
+    original_release = KnowledgeStore.release_worker_claims
+
+    def flaky_release(self: KnowledgeStore, worker: str) -> int:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise RuntimeError("connection refused")
+        return original_release(self, worker)
+
+    def broken(*_: Any, **__: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(KnowledgeStore, "write_graph", broken)
+    monkeypatch.setattr(KnowledgeStore, "release_worker_claims", flaky_release)
+    monkeypatch.setattr(ahead, "RELEASE_ATTEMPTS", 3)
+    chat = ScriptedChatModel.per_document(catalogue_reply)
+    texts = [f"{DOC_A} Report {n}." for n in range(8)]
+    # the run's start takes its process's claims back (nothing yet; that call fails and is
+    # skipped), then the look-ahead's release fails once and succeeds on its second attempt
+    failures["left"] = 2
+    with pytest.raises(RuntimeError, match="disk full"):
+        run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2,
+            look_ahead=True)
+    assert statuses(store) == {"extracting": 2, "pending": 6}  # only the failed batch
+    # the database stays away: every release fails, the step stops the run
+    failures["left"] = 100
+    with pytest.raises(ahead.ClaimsNotReleased, match="could not be put back to pending"):
+        run(store, {"texts": texts, "source": "t"}, chat, batch_size=2, concurrency=2,
+            look_ahead=True)
+    assert statuses(store) == {"extracting": 6, "pending": 2}
+    tagged = rows(store, "SELECT worker FROM extraction_status WHERE worker LIKE '%/%'")
+    assert len(tagged) == 2  # the look-ahead's claims, under its tag
+    failures["left"] = 0  # back: this process's next run takes all of them back first
+    with use_resources(Resources(settings(), store, DeterministicFakeEmbedding(size=384))):
+        assert runner.release_own_claims() == 6
+    assert statuses(store) == {"pending": 8}
+
+
 def test_look_ahead_builds_the_graph_a_batch_at_a_time_builds(
         db_url: str, empty_db_url: str) -> None:
     """With the look-ahead on (default in LLM mode) or off, the same graph."""

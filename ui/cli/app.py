@@ -121,6 +121,9 @@ def ingest(
                                              help="LLM calls in flight per worker.")] = 4,
     batch_size: Annotated[int, typer.Option(min=1, max=MAX_BATCH_SIZE,
                                             help="Chunks per claimed batch.")] = 32,
+    look_ahead: Annotated[bool, typer.Option(
+        help="With an LLM, extract the next batch while the current one is written.")]
+    = True,
     extraction_model: Annotated[str | None, typer.Option(
         help="Extraction model, e.g. ollama:qwen2.5:7b-instruct or none.")] = None,
     defer_index: Annotated[bool, typer.Option(
@@ -144,7 +147,7 @@ def ingest(
         settings_from_cli(extraction_model=extraction_model)  # validates the spec
     ctx = IndexingContext(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                           concurrency=concurrency, batch_size=batch_size,
-                          extraction_model=extraction_model)
+                          look_ahead=look_ahead, extraction_model=extraction_model)
     commands.ingest(console, err_console, paths, source=source, scope=scope,
                     workers=workers, retry_failed=retry_failed, context=ctx,
                     as_json=as_json, defer_index=defer_index, progress_every=progress_every)
