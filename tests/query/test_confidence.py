@@ -181,3 +181,27 @@ def test_relation_words_leave_out_one_letter_pieces() -> None:
     q = extractive.question("Which query language was based on Codd's relational calculus?")
     assert "s" in q.predicate and "s" not in confidence.relation_words(q)
     assert confidence.relation_words(q) == {"langu", "bas", "relat", "calcu"}
+
+
+def test_a_nested_relation_is_no_answer_but_a_bridge_past_it_is() -> None:
+    query = "Who is the spouse of the director of Jump for Glory?"
+    lead = ("Jump for Glory is a 1937 British drama film directed by Raoul Walsh and "
+            "starring Valerie Hobson.")
+    other = [{"label": "P9", "uri": "walsh.md", "text": "Raoul Walsh directed many films."}]
+    cited = _cite(lead)
+    # the lead states the nested relation ("directed"): its person is the bridge, not the
+    # answer, though another document says the same name
+    nested = _assess(query, f"{lead} [F1]", cited, passages=other)
+    assert nested["label"] == "medium", nested
+    assert "says 0 of the 1 words of the relation asked" in nested["reason"]
+    # a later sentence about the bridge adds a person: reached
+    later = "Raoul Walsh was married to Miriam Cooper from 1916 to 1926."
+    text = f"{lead} [F1]\n\nSupporting evidence:\n- {later} [F2]"
+    both = _assess(query, text, _cite(lead, later))
+    assert both["label"] == "high", both
+    assert "a later sentence about Raoul Walsh (named before) adds Miriam Cooper" in (
+        both["reason"])
+    # the same answer with evidence missing one of the asked names is no more than medium
+    missing = _assess("Who is the spouse of the director of Jump for Glory in Ohio?", text,
+                      _cite(lead, later))
+    assert missing["label"] == "medium", missing
