@@ -17,7 +17,8 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
   evidence agreeing).
 - ``reached``: a later answer sentence about a named thing an earlier one introduced (the
   bridge) adds a mention of the asked kind (:func:`chain`): a multi-hop answer that went
-  past its bridge.
+  past its bridge. It counts only when the question nests a relation outside its main
+  clause (a question without one needs no bridge).
 - ``declined``: the answer model said the knowledge base does not hold the answer.
 
 :func:`label` states the rules. Each rests on a reason that holds on other text: "none" and
@@ -223,14 +224,17 @@ def label(s: Signals) -> str:
     question's names;
     "high": the evidence names all of the question's names, and the answer reaches a
     candidate either directly (the candidate's sentence says the relation of the question's
-    main clause and another document says the same candidate) or through a bridge (a later
-    sentence about a thing an earlier one introduced adds a candidate: :func:`chain`);
+    main clause and another document says the same candidate) or, when the question nests a
+    relation outside its main clause, through a bridge (a later sentence about a thing an
+    earlier one introduced adds a candidate: :func:`chain`; to a question without a nested
+    relation a later sentence only adds more);
     "medium": the rest."""
     if s.declined or (s.names_asked and not s.names) or not s.covered:
         return "none"
     if not s.candidate or 2 * s.names < s.names_asked:
         return "low"
-    if s.names == s.names_asked and ((s.main_said and s.agree) or s.reached):
+    nested = s.main_asked < s.predicate_asked  # a relation on the way: a bridge is needed
+    if s.names == s.names_asked and ((s.main_said and s.agree) or (s.reached and nested)):
         return "high"
     return "medium"
 

@@ -61,9 +61,12 @@ def test_labels_follow_the_rules() -> None:
     nameless = replace(right, names=0, names_asked=0)
     assert confidence.label(nameless) == "high"
     assert confidence.label(replace(nameless, covered=0)) == "none"
-    # reached through a bridge: no relation word or second document needed
-    bridged = replace(right, main_said=0, agree=0, bridge="Madonna", reached="Andrew Morton")
+    # reached through a bridge: no relation word or second document needed, when the
+    # question nests a relation (2 relation words, 1 in its main clause)
+    bridged = replace(right, main_said=0, agree=0, predicate_asked=2, bridge="Madonna",
+                      reached="Andrew Morton")
     assert confidence.label(bridged) == "high"
+    assert confidence.label(replace(bridged, predicate_asked=1)) == "medium"  # no nesting
     assert confidence.label(replace(bridged, names=1)) == "medium"
     assert confidence.label(replace(bridged, candidate="")) == "low"
 
@@ -201,6 +204,11 @@ def test_a_nested_relation_is_no_answer_but_a_bridge_past_it_is() -> None:
     assert both["label"] == "high", both
     assert "a later sentence about Raoul Walsh (named before) adds Miriam Cooper" in (
         both["reason"])
+    # to a question without a nested relation a later sentence only adds more
+    one_doc = [{**c, "sources": [{"uri": "film.md"}]} for c in _cite(lead, later)]
+    single = _assess("Who directed Jump for Glory?", text, one_doc)
+    assert single["label"] == "medium" and "adds Miriam Cooper" in single["reason"], single
+    assert _assess(query, text, one_doc)["label"] == "high"  # the bridge needs no 2nd doc
     # the same answer with evidence missing one of the asked names is no more than medium
     missing = _assess("Who is the spouse of the director of Jump for Glory in Ohio?", text,
                       _cite(lead, later))
