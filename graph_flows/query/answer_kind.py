@@ -25,7 +25,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 """The answer's kind by the question's wh-phrase, first match wins; else ``name``."""
 NER_KINDS = {
     "date": {"DATE"}, "number": {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE"},
-    "person": {"PERSON", "ORG", "NORP"}, "place": {"GPE", "LOC", "FAC"},
+    "person": {"PERSON", "ORG"}, "place": {"GPE", "LOC", "FAC"},
 }
 """spaCy labels that answer each kind ("who" is often an organisation: "who published");
 ``name`` takes any entity."""
@@ -39,21 +39,43 @@ def asked_kind(query: str) -> str:
     return "name"
 
 
-def mentions(sentence: str, kind: str) -> tuple[str, ...]:
-    """The mentions of ``kind`` in ``sentence``, in reading order (see the module docstring)."""
+NUMERIC = frozenset({"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"})
+NOT_NAMED = NUMERIC | {"NORP", "NUMBER"}
+"""spaCy labels of no named thing: amounts, dates, and nationalities ("British") that describe
+rather than name."""
+
+
+def entities(sentence: str) -> tuple[tuple[str, str], ...]:
+    """``(text, label)`` of the sentence's mentions in reading order: spaCy's named entities,
+    or without the pipeline its numbers (``NUMBER``) and capitalised words after the first
+    (``NAME``)."""
     from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
     if nlp is not None:
-        out = []
-        for ent in nlp(sentence).ents:
-            fits = ent.label_ in NER_KINDS[kind] if kind in NER_KINDS else True
-            if kind == "date" and not any(c.isdigit() for c in ent.text):
-                fits = False
-            if fits:
-                out.append(ent.text)
-        return tuple(out)
+        return tuple((ent.text, ent.label_) for ent in nlp(sentence).ents)
     tokens = _WORD.findall(sentence)
-    numeric = kind in ("date", "number")
-    return tuple(t for i, t in enumerate(tokens)
-                 if (t[0].isdigit() if numeric else (i > 0 and t[0].isupper())))
+    return tuple((t, "NUMBER" if t[0].isdigit() else "NAME") for i, t in enumerate(tokens)
+                 if t[0].isdigit() or (i > 0 and t[0].isupper()))
+
+
+def fits(text: str, label: str, kind: str) -> bool:
+    """Whether a mention of spaCy ``label`` is of ``kind`` (:data:`NER_KINDS`; a date holds
+    a digit; ``name`` takes any). Without the pipeline a number is a date or number and a
+    capitalised word anything else."""
+    if label in ("NAME", "NUMBER"):
+        return (label == "NUMBER") == (kind in ("date", "number"))
+    if kind not in NER_KINDS:
+        return True
+    return label in NER_KINDS[kind] and (kind != "date" or any(c.isdigit() for c in text))
+
+
+def mentions(sentence: str, kind: str) -> tuple[str, ...]:
+    """The mentions of ``kind`` in ``sentence``, in reading order (see the module docstring)."""
+    return tuple(text for text, label in entities(sentence) if fits(text, label, kind))
+
+
+def named(sentence: str) -> tuple[str, ...]:
+    """The sentence's mentions of named things (no amount, date or nationality): what a
+    later sentence can be about."""
+    return tuple(text for text, label in entities(sentence) if label not in NOT_NAMED)

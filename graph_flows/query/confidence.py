@@ -3,37 +3,41 @@
 The label is read from a few signals of the answer and what it cites (:class:`Signals`):
 
 - ``names``: how many of the question's names (the things it asks about) the cited facts
-  and passages say; evidence that misses most of them is about something else.
+  and passages say; evidence that misses most of them is about something else, evidence
+  that misses one may be.
 - ``candidate``: the kind of answer the question asks for (:mod:`answer_kind`: a date for
-  "when", a number for "how many", a person for "who", a place for "where", else a name) and
-  the first mention of that kind in the answer that the question does not already contain.
-  An answer without one cannot be the answer.
-- ``lead_predicate``: the question's relation words ("founded", "born", "published") that
-  the answer's first sentence says: the subject alone does not answer.
+  "when", a number for "how many", a person or organisation for "who", a place for "where",
+  else a name) and the first mention of that kind in the answer that the question does not
+  already contain. An answer without one cannot be the answer.
+- ``main_said``: the relation words of the question's main clause (:mod:`asked_relation`:
+  "spouse" in "Who is the spouse of the director of X?", not the nested "director") that the
+  candidate's sentence says. A sentence stating a nested relation answers the way to the
+  answer (the bridge), not the question.
 - ``agree``: how many other retrieved documents also say the candidate (independent
   evidence agreeing).
+- ``reached``: a later answer sentence about a named thing an earlier one introduced (the
+  bridge) adds a mention of the asked kind (:func:`chain`): a multi-hop answer that went
+  past its bridge. It counts only when the question nests a relation outside its main
+  clause (a question without one needs no bridge).
 - ``declined``: the answer model said the knowledge base does not hold the answer.
 
-:func:`label` states the rules; they were chosen on the development half (even index) of
-the shared MuSiQue questions and checked on the other half (docs/bench/HISTORY.md, "Issue 25:
-calibrated confidence"), and each rests on a reason that holds on other text: "none" and
+:func:`label` states the rules. Each rests on a reason that holds on other text: "none" and
 "low" are necessary conditions of a right answer failing (about the asked things, holding a
-thing of the asked kind); "high" asks for the answer to state the asked relation and for a
-second document to say the same candidate. A rule that helped on MuSiQue alone (an answer
-citing one fact or passage only is "low") was left out: the held-out prose check
-(tests/query/test_answer_natural_prose.py) showed single-passage answers to single-hop
-questions right. The query loop's stop reason is no signal: without a planner model it was
-the same for every MuSiQue question. The reason string names the signals.
+thing of the asked kind); "high" asks for evidence about every asked thing and for the
+answer to reach a candidate, directly (its sentence states the relation asked and another
+document says the same candidate) or through a bridge. Measured on the shared MuSiQue
+questions, both halves, and on held-out prose in docs/bench/confidence.md. The query loop's
+stop reason was no signal (docs/bench/confidence.md). The reason string names the signals.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graph_flows.query import answer, answer_kind, extractive
+from graph_flows.query import answer, answer_kind, asked_relation, extractive
 from graph_flows.query.scoring import evidence_terms
 
 LABELS = ("high", "medium", "low", "none")
@@ -58,14 +62,22 @@ class Signals:
     names_asked: int
     predicate_asked: int
     """The question's relation words (:func:`relation_words`)."""
-    lead_predicate: int
-    """Those the answer's first sentence says."""
+    main_asked: int
+    """Those of its main clause (:func:`asked_relation.main_relation`)."""
+    main_said: int
+    """The relation words of the question's main clause (:mod:`asked_relation`) that the
+    sentence holding the candidate says."""
     kind: str
     """The kind of answer asked for (:func:`answer_kind.asked_kind`)."""
     candidate: str
     """The answer's first mention of that kind the question does not hold, or ""."""
     agree: int
     """Other retrieved documents that say the candidate (:func:`agreeing`)."""
+    bridge: str = ""
+    """A named thing an earlier answer sentence introduced that a later one is about
+    (:func:`chain`), or ""."""
+    reached: str = ""
+    """The mention of the asked kind that later sentence adds past the bridge, or ""."""
     declined: bool = False
     """The answer says the knowledge base does not hold the answer."""
 
@@ -79,14 +91,61 @@ def answer_sentences(text: str) -> list[str]:
     return extractive.sentences(body) if body else []
 
 
+Parsed = Mapping[str, tuple[tuple[str, str], ...]]
+"""Each answer sentence's mentions (:func:`answer_kind.entities`), parsed once per answer."""
+
+
+def parsed(sentences: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """:data:`Parsed` of ``sentences``."""
+    return {s: answer_kind.entities(s) for s in sentences}
+
+
+def _of_kind(sentence: str, kind: str, ents: Parsed | None) -> list[str]:
+    pairs = ents[sentence] if ents is not None else answer_kind.entities(sentence)
+    return [text for text, lab in pairs if answer_kind.fits(text, lab, kind)]
+
+
+def _named(sentence: str, ents: Parsed | None) -> list[str]:
+    pairs = ents[sentence] if ents is not None else answer_kind.entities(sentence)
+    return [text for text, lab in pairs if lab not in answer_kind.NOT_NAMED]
+
+
 def candidate(sentences: Sequence[str], kind: str, q: extractive.Question) -> str:
     """The first mention of the asked kind in ``sentences`` that the question does not
     contain ("" when none)."""
-    for sentence in sentences:
-        for found in answer_kind.mentions(sentence, kind):
+    return located(sentences, kind, q)[1]
+
+
+def located(sentences: Sequence[str], kind: str, q: extractive.Question,
+            ents: Parsed | None = None) -> tuple[int, str]:
+    """(index of its sentence, mention) of :func:`candidate`; (-1, "") when none."""
+    for i, sentence in enumerate(sentences):
+        for found in _of_kind(sentence, kind, ents):
             if new(extractive.terms(found), q):
-                return found
-    return ""
+                return i, found
+    return -1, ""
+
+
+def chain(sentences: Sequence[str], kind: str, q: extractive.Question,
+          ents: Parsed | None = None) -> tuple[str, str]:
+    """(bridge, reached): the first answer sentence after the lead that is about a named
+    thing an earlier sentence introduced (the bridge: a name the question does not hold)
+    and adds a mention of the asked kind the question does not hold, other than the bridge
+    ("Madonna" introduced by the lead, then "Madonna is a biography by Andrew Morton" to "Who
+    wrote the book named after ...?"); ("", "") when no sentence does. A multi-hop answer
+    reaches its answer this way; a sentence that repeats the bridge adds nothing."""
+    seen: list[str] = []
+    for i, sentence in enumerate(sentences):
+        said = sentence.casefold()
+        bridges = [b for b in seen if b.casefold() in said]
+        if i and bridges:
+            for found in _of_kind(sentence, kind, ents):
+                f = found.casefold()
+                if new(extractive.terms(found), q) and not any(
+                        f in b.casefold() or b.casefold() in f for b in bridges):
+                    return bridges[0], found
+        seen += [m for m in _named(sentence, ents) if new(extractive.terms(m), q)]
+    return "", ""
 
 
 def new(words: set[str] | frozenset[str], q: extractive.Question) -> bool:
@@ -133,16 +192,27 @@ def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[
     """The signals of answer ``text`` to ``query`` citing ``cited`` (facts and passages as
     :func:`graph_flows.query.answer.citations` gives them); ``declined`` None reads it from
     the text (an answer model's words)."""
+    return _read(q, query, text, cited, facts, passages, declined)[0]
+
+
+def _read(q: extractive.Question, query: str, text: str, cited: Sequence[dict[str, Any]],
+          facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
+          declined: bool | None) -> tuple[Signals, frozenset[str]]:
+    """:func:`signals` and the main relation words the candidate's sentence says."""
     said = answer_sentences(text)
+    ents = parsed(said)
     found = evidence_terms(cited)
     kind = answer_kind.asked_kind(query)
-    cand = candidate(said, kind, q)
+    at, cand = located(said, kind, q, ents)
+    main = asked_relation.main_relation(query, relation_words(q))
+    main_said = main & extractive.terms(said[at]) if cand else frozenset()
+    bridge, reached = chain(said, kind, q, ents)
     return Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
-        predicate_asked=len(relation_words(q)),
-        lead_predicate=len(relation_words(q) & extractive.terms(said[0] if said else "")),
-        kind=kind, candidate=cand, agree=agreeing(cand, cited, facts, passages),
-        declined=bool(_DECLINED.search(text)) if declined is None else declined)
+        predicate_asked=len(relation_words(q)), main_asked=len(main),
+        main_said=len(main_said), kind=kind, candidate=cand,
+        agree=agreeing(cand, cited, facts, passages), bridge=bridge, reached=reached,
+        declined=bool(_DECLINED.search(text)) if declined is None else declined), main_said
 
 
 def label(s: Signals) -> str:
@@ -152,14 +222,19 @@ def label(s: Signals) -> str:
     of its words, for a question without names);
     "low": no candidate of the asked kind, or the evidence names fewer than half of the
     question's names;
-    "high": the first sentence says one of the question's relation words and another
-    document says the same candidate;
+    "high": the evidence names all of the question's names, and the answer reaches a
+    candidate either directly (the candidate's sentence says the relation of the question's
+    main clause and another document says the same candidate) or, when the question nests a
+    relation outside its main clause, through a bridge (a later sentence about a thing an
+    earlier one introduced adds a candidate: :func:`chain`; to a question without a nested
+    relation a later sentence only adds more);
     "medium": the rest."""
     if s.declined or (s.names_asked and not s.names) or not s.covered:
         return "none"
     if not s.candidate or 2 * s.names < s.names_asked:
         return "low"
-    if s.lead_predicate and s.agree:
+    nested = s.main_asked < s.predicate_asked  # a relation on the way: a bridge is needed
+    if s.names == s.names_asked and ((s.main_said and s.agree) or (s.reached and nested)):
         return "high"
     return "medium"
 
@@ -167,7 +242,8 @@ def label(s: Signals) -> str:
 def reason(s: Signals, q: extractive.Question, covered: frozenset[str] = frozenset(),
            said: frozenset[str] = frozenset()) -> str:
     """One sentence naming the signals that decided the label (``covered``: the question's
-    names the evidence says; ``said``: its relation words the first sentence says)."""
+    names the evidence says; ``said``: its main relation words the candidate's sentence
+    says)."""
     if s.declined:
         return "the answer says the knowledge base does not contain the answer"
     parts = []
@@ -176,16 +252,20 @@ def reason(s: Signals, q: extractive.Question, covered: frozenset[str] = frozens
                      f"{s.names_asked} names" + _shown(covered, q))
     elif not s.covered:
         parts.append("the cited evidence says none of the question's words")
+    if (s.names_asked and not s.names) or not s.covered:
+        return "; ".join(parts)  # about something else: what it holds does not matter
     asked = "a name" if s.kind == "name" else f"a {s.kind}"
     if s.candidate:
         agree = (f", also said by {s.agree} other document{'s' if s.agree > 1 else ''}"
                  if s.agree else ", said by no other document")
         parts.append(f"it holds {asked} as asked ({s.candidate}){agree}")
+        if s.main_asked:
+            parts.append(f"its sentence says {s.main_said} of the {s.main_asked} words of "
+                         "the relation asked" + _shown(said, q))
     else:
         parts.append(f"it holds no {s.kind} as asked")
-    if s.predicate_asked:
-        parts.append(f"its first sentence says {s.lead_predicate} of the question's "
-                     f"{s.predicate_asked} relation words" + _shown(said, q))
+    if s.reached:
+        parts.append(f"a later sentence about {s.bridge} (named before) adds {s.reached}")
     return "; ".join(parts)
 
 
@@ -203,8 +283,7 @@ def assess(q: extractive.Question, query: str, text: str, cited: Sequence[dict[s
         return {"label": "none", "reason": "nothing was retrieved"}
     if not cited:
         return {"label": "none", "reason": "the answer cites no retrieved fact or passage"}
-    s = signals(q, query, text, cited, facts, passages, declined)
-    said = relation_words(q) & extractive.terms((answer_sentences(text) or [""])[0])
+    s, said = _read(q, query, text, cited, facts, passages, declined)
     return {"label": label(s), "reason": reason(s, q, q.names & evidence_terms(cited), said)}
 
 

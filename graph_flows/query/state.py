@@ -55,8 +55,9 @@ class QueryState(QueryInput, total=False):
     (label, passage_id, text, document_id, uri, title, source)."""
     answer_confidence: dict[str, str]
     """label ('high' | 'medium' | 'low' | 'none') and a one-sentence reason: how likely the
-    answer is right, from the names its evidence covers, the relation words it says, whether
-    it holds a thing of the kind asked for and whether other documents agree
+    answer is right, from the names its evidence covers, whether it holds a thing of the kind
+    asked for, whether that thing's sentence states the relation asked and other documents
+    agree, or whether a later sentence reaches it past a bridge
     (graph_flows.query.confidence); 'none' when nothing relevant was found or the answer
     model said the knowledge base does not hold the answer."""
     rounds: list[dict[str, Any]]

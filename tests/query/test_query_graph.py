@@ -217,7 +217,7 @@ def test_llm_answer_confidence_from_the_same_evidence_and_the_models_refusal(
     conf = answered["answer_confidence"]
     assert conf["label"] == "medium", conf  # one document: no other says Charles Babbage
     assert ("it holds a person as asked (Charles Babbage), said by no other document; its "
-            "first sentence says 1 of the question's 1 relation words (designed)"
+            "sentence says 1 of the 1 words of the relation asked (designed)"
             ) in conf["reason"]
     declined = query_flow.invoke({"query": question}, context={"max_rounds": 1})
     assert declined["answer_mode"] == "llm" and declined["citations"]
