@@ -25,7 +25,15 @@ def chunk_ids_for(document_id: str, chunk_texts: Sequence[str]) -> list[tuple[st
 
 
 def sync_document(conn: Connection, doc: DocumentIn, chunk_texts: Sequence[str]) -> DocumentSync:
-    """Store a document version; new chunks get a pending status, vanished ones are removed."""
+    """Store a document version; new chunks get a pending status, vanished ones are removed.
+
+    Two workers syncing the same document (two `krag ingest` on one corpus) take turns on a
+    transaction-scoped advisory lock of its id: the row does not exist yet for ``FOR
+    UPDATE`` to lock, and of two racing inserts the second can meet the other unique key
+    (scope, source, uri) before ``ON CONFLICT (id)`` sees the first (a UniqueViolation
+    instead of an update). The second then finds the document stored and unchanged."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 7))"),
+                 {"k": f"document\x1f{doc.id}"})
     old_hash = conn.execute(
         text("SELECT content_hash FROM documents WHERE id = :id FOR UPDATE"), {"id": doc.id}
     ).scalar()

@@ -113,6 +113,38 @@ def _graph(store: KnowledgeStore, chunk_ids: list[str]) -> tuple[str, str, str]:
     return a.id, b.id, c.id
 
 
+def test_two_workers_syncing_the_same_new_documents_take_turns(store: KnowledgeStore) -> None:
+    """Two `krag ingest` on one corpus sync the same documents at once: each document is
+    stored once, as new by one worker and unchanged for the other, never a unique-key
+    error (racing inserts could meet the (scope, source, uri) key before ON CONFLICT (id))."""
+    import contextvars
+    import threading
+
+    docs = [(doc(f"race-{i}.md", f"text {i}"), [f"text {i} one", f"text {i} two"])
+            for i in range(60)]
+    barrier = threading.Barrier(4)
+    outcomes: list[bool] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        barrier.wait()
+        for d, chunks in docs:
+            try:
+                outcomes.append(store.sync_document(d, chunks).unchanged)
+            except Exception as exc:  # noqa: BLE001 - collected for the assertion
+                errors.append(exc)
+
+    threads = [threading.Thread(target=contextvars.copy_context().run, args=(worker,))
+               for _ in range(4)]  # each with the test's access (row-level security)
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    assert outcomes.count(False) == len(docs) and outcomes.count(True) == 3 * len(docs)
+    assert store.counts()["documents"] == len(docs) and store.counts()["chunks"] == 2 * len(docs)
+
+
 def test_write_graph_marks_chunks_completed(store: KnowledgeStore) -> None:
     chunks = _seed_chunk(store)
     _graph(store, chunks)
