@@ -440,6 +440,32 @@ def fill_chunk_embeddings(
     return done
 
 
+def fill_chunk_evidence(
+    conn: Connection, vectors: dict[str, Sequence[float]],
+    scan: Callable[[str], list[int]],
+) -> tuple[int, int]:
+    """Store the given chunks' vectors (``vectors``: chunk id -> vector, computed by the
+    caller from the chunks' texts) where they have none, and scan those not scanned yet for
+    instruction-like spans, in one ``UPDATE`` per chunk: one new row version, so the chunk's
+    indexes (HNSW, full text) take one entry per chunk instead of one per column written.
+    Returns (vectors written, chunks scanned), on ``conn``'s transaction."""
+    if not vectors:
+        return 0, 0
+    rows = conn.execute(text(
+        "SELECT id, text, embedding IS NULL AS no_vector, injection_spans IS NULL AS unscanned "
+        "FROM chunks WHERE id = ANY(:ids) AND (embedding IS NULL OR injection_spans IS NULL) "
+        "ORDER BY id"), {"ids": sorted(vectors)}).all()
+    if not rows:
+        return 0, 0
+    conn.execute(text(
+        "UPDATE chunks SET embedding = COALESCE(embedding, CAST(:v AS vector)), "
+        "injection_spans = COALESCE(injection_spans, CAST(:spans AS integer[])) "
+        "WHERE id = :id"),
+        [{"id": r.id, "v": vector_literal(vectors[r.id]) if r.no_vector else None,
+          "spans": scan(r.text) if r.unscanned else None} for r in rows])
+    return sum(r.no_vector for r in rows), sum(r.unscanned for r in rows)
+
+
 def has_chunk_embeddings(conn: Connection, scope: Scope) -> bool:
     """Whether any chunk of ``scope`` (a scope chain) has an embedding (stops at the first:
     cheap enough to ask on every query)."""

@@ -40,6 +40,15 @@ WITH al AS (
                          THEN COALESCE(EXCLUDED.embedding, e.embedding)
                          ELSE COALESCE(e.embedding, EXCLUDED.embedding) END,
         updated_at = now()
+    -- only when something changes: a row version rewritten with the same values still
+    -- adds an entry to each of the row's indexes (HNSW, trigram GINs) when it cannot stay
+    -- on its page (HOT), and stored entities are named again in most batches
+    WHERE EXCLUDED.confidence > e.confidence
+       OR EXISTS (SELECT 1 FROM unnest(EXCLUDED.aliases) a
+                  WHERE a <> ALL(e.aliases) AND a <> e.name)
+       OR (length(EXCLUDED.summary), e.summary COLLATE "C")
+          > (length(e.summary), EXCLUDED.summary COLLATE "C")
+       OR (e.embedding IS NULL AND EXCLUDED.embedding IS NOT NULL)
     RETURNING e.name_words, (xmax = 0) AS inserted
 )
 INSERT INTO entity_words AS w (word, n)

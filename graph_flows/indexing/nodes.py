@@ -6,10 +6,12 @@ state."""
 from __future__ import annotations
 
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
 from graph_flows.indexing.context import IndexingContext
@@ -17,7 +19,7 @@ from graph_flows.indexing.documents.chunking import chunk_text
 from graph_flows.indexing.documents.clean import clean_text
 from graph_flows.indexing.documents.loaders import load_path, load_text
 from graph_flows.indexing.documents.types import LoadedDocument, LoadFailure
-from graph_flows.indexing.embed import embed_marked
+from graph_flows.indexing.embed import embed_marked, embed_texts
 from graph_flows.indexing.extraction.llm import extract_batch
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import validate_extraction
@@ -33,11 +35,10 @@ from storage import (
     KnowledgeStore,
     RelationIn,
     ids,
-    injection_spans,
     synonyms,
 )
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
-from storage.evidence import fill_chunk_embeddings
+from storage.evidence import fill_chunk_evidence
 from storage.resolution import prefer_longer_summaries
 
 Ctx = Runtime[IndexingContext]
@@ -179,8 +180,10 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
     chunks completed; compute the new entities' synonym edges; fail the chunks whose
-    extraction failed; embed the batch's chunks and store their instruction-like spans.
+    extraction failed; store the batch's chunk vectors and instruction-like spans.
 
+    The chunk texts are embedded on a thread of this step while the graph is written (the
+    model and PostgreSQL then use the two cores at once); the thread ends inside the step.
     The vectors stay local to this step (the checkpointed state carries ids and texts only).
     """
     ctx = context_of(runtime)
@@ -188,27 +191,28 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     data = state["resolved"]
     vectors = embed_marked(res.embeddings, data, ctx.embed_batch_size)
     outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
-    # Longer descriptions of stored entities first: idempotent, so a crash before the graph
-    # write below only means the chunks are extracted again, with the same result.
-    with res.store.transaction() as conn:
-        prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
-                                       for e in data["entities"] if e["longer_summary"]])
-    res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
-                          [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
-                          completed=outcomes)
-    # Synonym edges of the batch's new entities, once committed: of two workers writing
-    # near names at once, the later one's computation finds the other's entities.
-    with res.store.transaction() as conn:
-        synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
-    failures = _fail_chunks(res.store, state["batch"], state["extractions"])
+    with ThreadPoolExecutor(1, thread_name_prefix="chunk-vectors") as pool:
+        chunk_vectors = pool.submit(_chunk_vectors, res.embeddings, state["batch"],
+                                    ctx.embed_batch_size)
+        # Longer descriptions of stored entities first: idempotent, so a crash before the
+        # graph write below only means the chunks are extracted again, with the same result.
+        with res.store.transaction() as conn:
+            prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
+                                           for e in data["entities"] if e["longer_summary"]])
+        res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
+                              [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
+                              completed=outcomes)
+        # Synonym edges of the batch's new entities, once committed: of two workers writing
+        # near names at once, the later one's computation finds the other's entities.
+        with res.store.transaction() as conn:
+            synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
+        failures = _fail_chunks(res.store, state["batch"], state["extractions"])
+        found = chunk_vectors.result()
     # The batch's passages as retrievable evidence: only chunks still lacking a vector, so a
-    # rerun does nothing and `krag reembed` repairs a run that died right here.
+    # rerun writes nothing and `krag reembed` repairs a run that died right here.
     # Their instruction-like spans too, withheld from every reader of the passage.
-    batch_ids = [c["id"] for c in state["batch"]]
     with res.store.transaction() as conn:
-        fill_chunk_embeddings(conn, res.embeddings.embed_documents, chunk_ids=batch_ids,
-                              batch=ctx.embed_batch_size)
-        injection_spans.fill(conn, scan_chunk, chunk_ids=batch_ids)
+        fill_chunk_evidence(conn, found, scan_chunk)
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
         dropped.update(outcome.dropped)
@@ -265,6 +269,14 @@ class _SyncTally:
     def _skip(self, uri: str, reason: str) -> None:
         self.docs["skipped"] += 1
         self.failures.append({"uri": uri, "reason": reason})
+
+
+def _chunk_vectors(embeddings: Embeddings, batch: list[dict[str, Any]],
+                   batch_size: int) -> dict[str, list[float]]:
+    """Vectors of the batch's chunk texts by chunk id."""
+    return dict(zip([c["id"] for c in batch],
+                    embed_texts(embeddings, [c["text"] for c in batch], batch_size),
+                    strict=True))
 
 
 def _fail_chunks(store: KnowledgeStore, batch: list[dict[str, Any]],

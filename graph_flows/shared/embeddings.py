@@ -23,6 +23,12 @@ TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
 BATCH_SIZE = 32  # per ONNX run: larger batches of short texts run slower per text on CPU
+TOKEN_BUDGET = 512
+"""Padded tokens per ONNX run at most (texts x the longest of them). A run pads every text to
+its longest and its attention scores grow with texts x length squared: 32 passages of 60-256
+tokens per run cost 50 ms of CPU per passage, runs under this budget 17 ms, with the same
+fidelity to the fp32 model (docs/bench/ingest_speed.md). ``None``: runs of ``batch_size``
+texts whatever their lengths."""
 INTRA_OP_THREADS = 2
 
 
@@ -69,10 +75,16 @@ class MiniLMEmbeddings(Embeddings):
     model_name: str = "local:minilm"
 
     def __init__(self, *, batch_size: int = BATCH_SIZE, threads: int = INTRA_OP_THREADS,
-                 int8: bool = True) -> None:
+                 int8: bool = True, token_budget: int | None = TOKEN_BUDGET) -> None:
         """Configure only; the model is loaded on first use (thread-safe). ``int8=False``
-        runs the pinned model as shipped (fp32 kernels)."""
+        runs the pinned model as shipped (fp32 kernels). A run holds at most ``batch_size``
+        texts and, when ``token_budget`` is set, at most that many padded tokens (one text
+        longer than the budget runs alone)."""
+        if batch_size < 1 or (token_budget is not None and token_budget < 1):
+            raise ValueError(f"batch_size ({batch_size}) and token_budget ({token_budget}) "
+                             "must be positive")
         self.batch_size = batch_size
+        self.token_budget = token_budget
         self.threads = threads
         self.int8 = int8
         self._lock = threading.Lock()
@@ -102,7 +114,7 @@ class MiniLMEmbeddings(Embeddings):
         verify_file(TOKENIZER_PATH, TOKENIZER_SHA256, "MiniLM tokenizer")
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
         tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # no length: longest in batch
+        tokenizer.no_padding()  # each ONNX run pads its texts to its longest (_embed_batch)
         return tokenizer
 
     def _load_session(self) -> Any:
@@ -126,16 +138,23 @@ class MiniLMEmbeddings(Embeddings):
         )
 
     # -- embedding ---------------------------------------------------------------------
-    def _embed_batch(self, texts: Sequence[str]) -> list[list[float]]:
+    def _encode(self, texts: Sequence[str]) -> list[Any]:
+        """Token encodings of ``texts`` (truncated, not padded)."""
+        with self._tok_lock:
+            return self._tokenizer.encode_batch(list(texts))
+
+    def _embed_batch(self, encodings: Sequence[Any]) -> list[list[float]]:
+        """Unit vectors of one ONNX run over ``encodings``, padded to the longest."""
         import numpy as np
 
-        with self._tok_lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feeds = {"input_ids": ids, "attention_mask": mask}
-        if "token_type_ids" in self._input_names:
-            feeds["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, e in enumerate(encodings):
+            n = len(e.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = e.ids, e.attention_mask, e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         hidden = self._session.run(None, {k: v for k, v in feeds.items()
                                           if k in self._input_names})[0]
         weights = mask[:, :, None].astype(np.float32)
@@ -143,16 +162,32 @@ class MiniLMEmbeddings(Embeddings):
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.clip(norms, 1e-12, None)).astype(float).tolist()
 
+    def runs(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indexes of ``lengths`` (token counts) grouped into ONNX runs: shortest first, at
+        most ``batch_size`` per run and, with a ``token_budget``, at most that many padded
+        tokens (run size x its longest text) per run."""
+        order = sorted(range(len(lengths)), key=lambda i: lengths[i])  # less padding
+        out: list[list[int]] = []
+        for i in order:
+            run = out[-1] if out else None
+            if run is None or len(run) >= self.batch_size or (
+                    self.token_budget is not None
+                    and (len(run) + 1) * lengths[i] > self.token_budget):
+                out.append([i])
+            else:
+                run.append(i)
+        return out
+
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        """Embed texts in batches of ``batch_size``; returns one 384-d unit vector each."""
+        """Embed texts in runs of similar lengths (:meth:`runs`); one 384-d unit vector each,
+        in order."""
         if not texts:
             return []
         self.load()
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding
+        encodings = self._encode(texts)
         out: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            for i, vec in zip(chunk, self._embed_batch([texts[i] for i in chunk]), strict=True):
+        for run in self.runs([len(e.ids) for e in encodings]):
+            for i, vec in zip(run, self._embed_batch([encodings[i] for i in run]), strict=True):
                 out[i] = vec
         return out
 

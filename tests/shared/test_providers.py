@@ -389,3 +389,28 @@ def test_request_budget_bounds_the_client(llm_server: LLMServer, spec: str) -> N
         make_chat_model(spec, settings, timeout_s=0.2).invoke("x")
     assert time.monotonic() - start < 0.9
     assert len([r for r in llm_server.requests if r.method == "POST"]) == 1
+
+
+def test_minilm_runs_hold_the_token_budget() -> None:
+    emb = emb_mod.MiniLMEmbeddings(batch_size=4, token_budget=100)
+    lengths = [50, 10, 10, 30, 10, 10, 10, 120, 20]
+    runs = emb.runs(lengths)
+    assert sorted(i for run in runs for i in run) == list(range(len(lengths)))
+    for run in runs:  # shortest first, at most 4 texts, at most 100 padded tokens (or alone)
+        assert [lengths[i] for i in run] == sorted(lengths[i] for i in run)
+        assert len(run) <= 4
+        assert len(run) * max(lengths[i] for i in run) <= 100 or len(run) == 1
+    assert [[lengths[i] for i in run] for run in runs] == [
+        [10, 10, 10, 10], [10, 20, 30], [50], [120]]
+    no_budget = emb_mod.MiniLMEmbeddings(batch_size=4, token_budget=None).runs(lengths)
+    assert [len(run) for run in no_budget] == [4, 4, 1]
+    with pytest.raises(ValueError, match="token_budget"):
+        emb_mod.MiniLMEmbeddings(token_budget=0)
+
+
+def test_minilm_budgeted_runs_match_one_run() -> None:
+    texts = [f"A note about {_TOPICS[i % 10]}, number {i}. " * (i % 9 + 1) for i in range(40)]
+    budgeted = emb_mod.MiniLMEmbeddings(token_budget=256).embed_documents(texts)
+    together = emb_mod.MiniLMEmbeddings(token_budget=None, batch_size=64).embed_documents(texts)
+    sims = [cos(a, b) for a, b in zip(budgeted, together, strict=True)]
+    assert min(sims) > 0.98

@@ -68,6 +68,44 @@ def test_fill_chunk_embeddings_and_coverage(store: KnowledgeStore,
         assert not evidence.has_chunk_embeddings(conn, ["other"])
 
 
+def test_fill_chunk_evidence_writes_what_is_missing_in_one_version(
+        store: KnowledgeStore, corpus: dict[str, str]) -> None:
+    """Vector and spans of a chunk in one UPDATE; a chunk with both is left alone, and one
+    with a vector keeps it (the given vector only fills a missing one)."""
+    first, second = corpus[P1], corpus[P2]
+    with store.connect() as conn:
+        body = dict(conn.execute(text("SELECT id, text FROM chunks WHERE id = ANY(:i)"),
+                                 {"i": [first, second]}).all())
+    given = {i: _EMBEDDER.embed_query(body[i]) for i in (first, second)}
+    scanned: list[str] = []
+
+    def scan(chunk_text: str) -> list[int]:
+        scanned.append(chunk_text)
+        return [0, 3]
+
+    with store.transaction() as conn:
+        assert evidence.fill_chunk_embeddings(conn, _EMBEDDER.embed_documents,
+                                              chunk_ids=[second]) == 1
+        kept = conn.execute(text("SELECT embedding::text FROM chunks WHERE id = :i"),
+                            {"i": second}).scalar()
+        updates = conn.execute(text(
+            "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'chunks'")).scalar()
+        assert evidence.fill_chunk_evidence(conn, given, scan) == (1, 2)
+        assert conn.execute(text(
+            "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'chunks'")
+            ).scalar() - updates == 2  # one row version per chunk
+        assert evidence.fill_chunk_evidence(conn, given, scan) == (0, 0)
+        rows = {r.id: r for r in conn.execute(text(
+            "SELECT id, embedding::text AS v, injection_spans FROM chunks WHERE id = ANY(:i)"),
+            {"i": [first, second]})}
+    assert len(scanned) == 2
+    assert rows[second].v == kept  # not replaced
+    assert rows[first].v is not None and rows[first].injection_spans == [0, 3]
+    assert rows[second].injection_spans == [0, 3]
+    with store.connect() as conn:
+        assert evidence.fill_chunk_evidence(conn, {}, scan) == (0, 0)
+
+
 def test_chunk_search_by_vector_and_full_text_is_scoped(store: KnowledgeStore,
                                                         corpus: dict[str, str]) -> None:
     write_corpus(store, _EMBEDDER, scope="other")
