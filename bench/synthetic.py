@@ -711,7 +711,9 @@ def load_graph(
     t5 = time.perf_counter()
     with store.connect() as conn:  # what graph_flows.services.ingest.refresh_term_stats does
         rebuilt = fulltext.ensure_term_stats(conn, [scope], max_age_s=0)
-    if rebuilt != [scope]:
+        # a resumed load whose statistics were built before it stopped finds none to rebuild
+        stale = rebuilt != [scope] and fulltext.stale_term_stats(conn, [scope], max_age_s=0)
+    if stale:
         raise RuntimeError(f"the full-text statistics of scope {scope!r} were not rebuilt")
     times["term_stats_s"] = time.perf_counter() - t5
     say(f"full-text statistics: {times['term_stats_s']:.1f} s")

@@ -211,3 +211,29 @@ def test_deferred_indexes_are_dropped_once_and_built_back(store) -> None:
         assert "relations_subject_idx" not in built and "relations_subject_id_fkey" in built
         assert deferred_indexes.saved(conn) == {}
     assert _fingerprint(store) == before
+
+
+def test_a_load_stopped_in_the_synonym_pass_resumes(store, monkeypatch) -> None:
+    """Stopped after the full-text statistics were built (in the synonym pass), a resumed
+    load finds them up to date (nothing to rebuild) and finishes, instead of failing on
+    "were not rebuilt" (seen resuming the 1M load)."""
+    graph = synthetic.generate_graph(120, 360, 5)
+    params = {"entities": 120, "relations": 360, "seed": 5}
+    real_fill = synthetic.fill_synonyms
+
+    def stopped(*_: object, **__: object) -> float:
+        raise KeyboardInterrupt  # the loader interrupted in its synonym pass
+
+    monkeypatch.setattr(synthetic, "fill_synonyms", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        synthetic.load_graph(store, graph, batch_size=40, workers=1,
+                             progress=synthetic.LoadProgress(store, params))
+    monkeypatch.setattr(synthetic, "fill_synonyms", real_fill)
+    progress = synthetic.LoadProgress(store, params)
+    assert progress.done("indexes") == 1
+    times = synthetic.load_graph(store, graph, batch_size=40, workers=1, progress=progress)
+    assert "term_stats_s" in times and times["synonyms_s"] >= 0
+    with store.connect() as conn:
+        computed = conn.exec_driver_sql(
+            "SELECT count(*) FROM entity_synonyms_computed").scalar()
+    assert computed == 120
