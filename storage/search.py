@@ -114,11 +114,17 @@ def _head_first(conn: Connection, columns: str, table: str, where: str, *,
                 fenced: bool = False) -> str:
     """``SELECT columns FROM table WHERE where LIMIT :n`` (any ``:n`` matching rows, in
     physical order). On a table of more than :data:`HEAD_MIN_ROWS` rows (the planner's
-    count), as two branches of a UNION ALL: the table's first :data:`HEAD_PAGES` pages read
-    in order (a TID range scan), then the rest by whatever plan the planner picks (the GIN
-    trigram index for substrings). The second branch runs only when the first found fewer
+    count), as three branches of a UNION ALL: the table's first :data:`HEAD_PAGES` pages
+    read in order (a TID range scan); when they gave a match, the next :data:`NEXT_PAGES`
+    read in order too (the words are common enough that the limit is likely reached
+    there; skipped otherwise, where they would cost ~25 ms for nothing at 1M facts); then
+    the rest by whatever plan the planner picks (the GIN trigram index for substrings),
+    from the end of the pages read. A branch runs only when those before it found fewer
     than ``:n``: a common word is matched in the first pages instead of building a bitmap of
-    tens of thousands of rows (100k-entity graph: 13-32 ms -> 0.4-2 ms). On a smaller table
+    tens of thousands of rows (100k-entity graph: 13-32 ms -> 0.4-2 ms; 1M: fact LIKE over
+    240 questions 10 s -> 3 s with the next pages and :func:`needed_patterns`, the same
+    rows: docs/bench/million_p95.md). ``fenced``: a smaller table gets
+    :func:`_all_then_first` instead of the plain statement. On a smaller table
     that bitmap is cheap and the head only costs (MuSiQue, 17k-38k facts: retrieval p95
     66-72 ms with the head, 54-59 ms without), so it is the plain statement there (where
     the common words of long texts are found in the first rows read, :func:`_all_then_first`
