@@ -42,6 +42,8 @@ _VALID = ("(r.invalid_at IS NULL OR r.invalid_at > coalesce(CAST(:as_of AS times
 # HEAD_MIN_ROWS (storage.search._head_first).
 HEAD_PAGES = 64
 HEAD_MIN_ROWS = 50_000
+# Pages read in order after the head, when the head found a match (storage.search._head_first).
+NEXT_PAGES = 16 * HEAD_PAGES
 # word_similarity() on long fact text is the cost of fact ranking: bound candidates x terms.
 SIMILARITY_TERMS = 6
 
@@ -83,25 +85,46 @@ def _fact(row) -> Fact:
                 row.valid_at, row.invalid_at, row.predicate_text)
 
 
+def needed_patterns(terms: Sequence[str]) -> list[str]:
+    """``terms`` less those an OR of substring matches does not need: a repeat, and a term
+    holding another of them (ASCII, as written): whatever text holds ``Lars Stonexgri``
+    holds ``Lars``, so ``ILIKE '%Lars Stonexgri%' OR ILIKE '%Lars%'`` matches the rows
+    ``ILIKE '%Lars%'`` does, in any case mapping (a character-wise one maps a substring
+    to a substring; a non-ASCII term is never taken as the shorter one, where a locale's
+    mapping may depend on the neighbouring letters). The rows are the same; the index
+    work is not: a long term's many trigrams are the GIN scan's most expensive part
+    (1M facts: 109 ms of a 320 ms statement for one six-word term)."""
+    distinct = list(dict.fromkeys(terms))
+    return [t for t in distinct
+            if not any(u != t and u.isascii() and u in t for u in distinct)]
+
+
 def _ilike_any(column: str, terms: Sequence[str],
                also: str | None = None) -> tuple[str, dict[str, str]]:
     """``(col ILIKE :p0 OR col ILIKE :p1 ...)`` so the planner can BitmapOr GIN scans
     (``also``: a second column tried with each pattern)."""
-    usable = [t for t in terms if len(t) >= MIN_LIKE_CHARS]
+    usable = needed_patterns([t for t in terms if len(t) >= MIN_LIKE_CHARS])
     params = {f"p{i}": contains_pattern(t) for i, t in enumerate(usable)}
     columns = [column] if also is None else [column, also]
     clause = " OR ".join(f"{c} ILIKE :p{i}" for i in range(len(usable)) for c in columns)
     return f"({clause})" if clause else "", params
 
 
-def _head_first(conn: Connection, columns: str, table: str, where: str) -> str:
+def _head_first(conn: Connection, columns: str, table: str, where: str, *,
+                fenced: bool = False) -> str:
     """``SELECT columns FROM table WHERE where LIMIT :n`` (any ``:n`` matching rows, in
     physical order). On a table of more than :data:`HEAD_MIN_ROWS` rows (the planner's
-    count), as two branches of a UNION ALL: the table's first :data:`HEAD_PAGES` pages read
-    in order (a TID range scan), then the rest by whatever plan the planner picks (the GIN
-    trigram index for substrings). The second branch runs only when the first found fewer
+    count), as three branches of a UNION ALL: the table's first :data:`HEAD_PAGES` pages
+    read in order (a TID range scan); when they gave a match, the next :data:`NEXT_PAGES`
+    read in order too (the words are common enough that the limit is likely reached
+    there; skipped otherwise, where they would cost ~25 ms for nothing at 1M facts); then
+    the rest by whatever plan the planner picks (the GIN trigram index for substrings),
+    from the end of the pages read. A branch runs only when those before it found fewer
     than ``:n``: a common word is matched in the first pages instead of building a bitmap of
-    tens of thousands of rows (100k-entity graph: 13-32 ms -> 0.4-2 ms). On a smaller table
+    tens of thousands of rows (100k-entity graph: 13-32 ms -> 0.4-2 ms; 1M: fact LIKE over
+    240 questions 10 s -> 3 s with the next pages and :func:`needed_patterns`, the same
+    rows: docs/bench/million_p95.md). ``fenced``: a smaller table gets
+    :func:`_all_then_first` instead of the plain statement. On a smaller table
     that bitmap is cheap and the head only costs (MuSiQue, 17k-38k facts: retrieval p95
     66-72 ms with the head, 54-59 ms without), so it is the plain statement there (where
     the common words of long texts are found in the first rows read, :func:`_all_then_first`
@@ -110,10 +133,19 @@ def _head_first(conn: Connection, columns: str, table: str, where: str) -> str:
     rows = conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"),
                         {"t": name}).scalar()
     if rows is None or rows <= HEAD_MIN_ROWS:
-        return f"SELECT {columns} FROM {table} WHERE {where} LIMIT :n"
+        select = f"SELECT {columns} FROM {table} WHERE {where}"
+        return _all_then_first(select) if fenced else f"{select} LIMIT :n"
     head = f"{alias}.ctid < '({HEAD_PAGES},0)'::tid"
-    return (f"SELECT * FROM ((SELECT {columns} FROM {table} WHERE {head} AND {where}) "
-            f"UNION ALL (SELECT {columns} FROM {table} WHERE NOT ({head}) AND {where})) m "
+    after = f"{alias}.ctid >= '({HEAD_PAGES},0)'::tid"
+    end = f"{alias}.ctid < '({HEAD_PAGES + NEXT_PAGES},0)'::tid"
+    # the rest: after the next pages when they were read, else after the head
+    rest = (f"{after} AND (NOT EXISTS (SELECT 1 FROM head) "
+            f"OR {alias}.ctid >= '({HEAD_PAGES + NEXT_PAGES},0)'::tid)")
+    return (f"WITH head AS MATERIALIZED (SELECT {columns} FROM {table} WHERE {head} AND "
+            f"{where} LIMIT :n) SELECT * FROM ((SELECT * FROM head) "
+            f"UNION ALL (SELECT {columns} FROM {table} WHERE {after} AND {end} "
+            f"AND EXISTS (SELECT 1 FROM head) AND {where}) "
+            f"UNION ALL (SELECT {columns} FROM {table} WHERE {rest} AND {where})) m "
             "LIMIT :n")
 
 
@@ -143,8 +175,9 @@ def entity_like(
     substring hits (GIN trigram: an entity is found by its aliases too), in one statement."""
     clause, params = _ilike_any("e.name", terms, also="e.alias_text")
     norms = [normalize_name(t) for t in terms]
-    substrings = f"SELECT {_E}, 0.9 AS sim FROM entities e WHERE e.scope = ANY(:s) AND {clause}"
-    like = f"UNION ALL ({_all_then_first(substrings)})" if clause and limit > 0 else ""
+    like = "" if not clause or limit <= 0 else "UNION ALL ({})".format(_head_first(
+        conn, f"{_E}, 0.9 AS sim", "entities e", f"e.scope = ANY(:s) AND {clause}",
+        fenced=True))
     rows = conn.execute(text(
         f"(SELECT {_E}, 1.0 AS sim FROM entities e WHERE e.scope = ANY(:s) "
         f"AND e.normalized_name = ANY(:norms) ORDER BY e.confidence DESC LIMIT 50) {like}"),

@@ -286,6 +286,59 @@ def test_substring_search_reads_the_first_pages_then_the_index(
     assert "Tid Range Scan" in plan and "entities_summary_trgm" in plan, plan
 
 
+def test_substring_patterns_drop_the_terms_another_term_implies() -> None:
+    """An OR of substring matches needs no repeat and no term holding another (ASCII) term;
+    a non-ASCII term is never the one that makes a longer term redundant."""
+    assert search.needed_patterns(["Lars Stonexgri", "Lars", "link", "Lars", "Stonexgri"]) \
+        == ["Lars", "link", "Stonexgri"]
+    assert search.needed_patterns(["lars stonexgri", "Lars"]) == ["lars stonexgri", "Lars"]
+    assert search.needed_patterns(["Straße Nord", "Straße"]) == ["Straße Nord", "Straße"]
+    assert search.needed_patterns(["Straße Nord", "Nord"]) == ["Nord"]
+    assert search.needed_patterns([]) == []
+
+
+@pytest.mark.slow
+def test_substring_search_returns_the_rows_in_physical_order_whatever_the_branch(
+        big_store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head, the next pages (read only when the head found a match) and the rest by the
+    index return the first :n matching rows in physical order, as one scan would: for words
+    found in the head, only past it, and only past the next pages; and the patterns a
+    longer term implies change no row."""
+    monkeypatch.setattr(search, "HEAD_MIN_ROWS", 10_000)  # the 12,000 count as large
+    monkeypatch.setattr(search, "HEAD_PAGES", 4)
+    monkeypatch.setattr(search, "NEXT_PAGES", 8)
+    with big_store.connect() as conn:
+        rows = conn.execute(text(
+            "SELECT summary, (ctid::text::point)[0] AS page FROM entities ORDER BY ctid")).all()
+        pages = rows[-1].page
+        assert pages > 12  # past the head and the next pages
+        head_word = rows[0].summary.split()[1]
+        next_word = next(r.summary.split()[2] for r in rows if 6 <= r.page < 12)
+        rest_word = next(r.summary.split()[0] for r in rows if r.page >= pages - 2)
+        sets = [[head_word], [next_word], [rest_word], [rest_word, next_word],
+                [head_word, rest_word], [f"{rest_word} x", rest_word],
+                [rows[5].summary[:4]]]
+        for terms in sets:
+            clause, params = search._ilike_any("e.summary", terms)
+            where = f"e.scope = ANY(:s) AND {clause}"
+            args = {"s": ["default"], "n": 6, **params}
+            got = conn.execute(text(search._head_first(conn, "e.id", "entities e", where)),
+                               args).scalars().all()
+            scan = conn.execute(text(
+                f"SELECT e.id FROM entities e WHERE {where} ORDER BY e.ctid LIMIT :n"),
+                args).scalars().all()
+            fenced = conn.execute(text(search._head_first(
+                conn, "e.id", "entities e", where, fenced=True)), args).scalars().all()
+            assert got == scan == fenced and got, terms
+            longer = [f"{t} {u}" for t in terms for u in terms if t != u]
+            also, more = search._ilike_any("e.summary", longer + list(terms))
+            assert also == clause and more == params  # the longer terms are not asked
+        plan = "\n".join(conn.execute(text("EXPLAIN " + search._head_first(
+            conn, "e.id", "entities e", f"e.scope = ANY(:s) AND {clause}")),
+            {"s": ["default"], "n": 6, **params}).scalars())
+    assert plan.count("Tid Range Scan") == 2 and "One-Time Filter" in plan, plan
+
+
 @pytest.mark.slow
 def test_name_substrings_are_found_through_the_index_under_a_limit(
         big_store: KnowledgeStore) -> None:
