@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -53,27 +54,44 @@ def lock_document(conn: Connection, document_id: str) -> None:
 
 def document_text(conn: Connection, document_id: str) -> DocumentText:
     """The document's chunks by ordinal; ``complete``: every chunk's extraction completed."""
+    return documents_text(conn, [document_id]).get(
+        document_id, DocumentText(document_id, (), False))
+
+
+def documents_text(conn: Connection, document_ids: Sequence[str]) -> dict[str, DocumentText]:
+    """:func:`document_text` of several documents (those with chunks)."""
     rows = conn.execute(text("""
-        SELECT c.id, c.text, s.status FROM chunks c
+        SELECT c.document_id, c.id, c.text, s.status FROM chunks c
         LEFT JOIN extraction_status s ON s.chunk_id = c.id
-        WHERE c.document_id = :d ORDER BY c.ordinal, c.id"""), {"d": document_id}).all()
-    return DocumentText(document_id, tuple((r.id, r.text) for r in rows),
-                        bool(rows) and all(r.status == "completed" for r in rows))
+        WHERE c.document_id = ANY(:d) ORDER BY c.document_id, c.ordinal, c.id"""),
+        {"d": sorted(set(document_ids))}).all()
+    grouped: dict[str, list[Any]] = {}
+    for r in rows:
+        grouped.setdefault(r.document_id, []).append(r)
+    return {d: DocumentText(d, tuple((r.id, r.text) for r in rs),
+                            all(r.status == "completed" for r in rs))
+            for d, rs in grouped.items()}
 
 
-def documents_to_join(conn: Connection, document_ids: Sequence[str]) -> list[str]:
-    """Of ``document_ids``: those whose chunks are all completed and whose current version
-    has not been joined yet (``documents.names_joined``)."""
+def documents_to_join(conn: Connection, document_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """Of ``document_ids``: (id, content hash) of those whose chunks are all completed and
+    whose current version has not been joined yet (``documents.names_joined``)."""
     if not document_ids:
         return []
-    return list(conn.execute(text("""
-        SELECT d.id FROM documents d
+    return [(r.id, r.content_hash) for r in conn.execute(text("""
+        SELECT d.id, d.content_hash FROM documents d
         WHERE d.id = ANY(:ids) AND d.names_joined IS DISTINCT FROM d.content_hash
           AND EXISTS (SELECT 1 FROM chunks c WHERE c.document_id = d.id)
           AND NOT EXISTS (
               SELECT 1 FROM chunks c JOIN extraction_status s ON s.chunk_id = c.id
               WHERE c.document_id = d.id AND s.status <> 'completed')
-        ORDER BY d.id"""), {"ids": sorted(set(document_ids))}).scalars())
+        ORDER BY d.id"""), {"ids": sorted(set(document_ids))})]
+
+
+def document_hash(conn: Connection, document_id: str) -> str | None:
+    """The stored version's content hash (None: no such document)."""
+    return conn.execute(text("SELECT content_hash FROM documents WHERE id = :d"),
+                        {"d": document_id}).scalar()
 
 
 def unjoined_documents(conn: Connection, scope: str, source: str | None = None) -> list[str]:
@@ -85,10 +103,16 @@ def unjoined_documents(conn: Connection, scope: str, source: str | None = None) 
         {"scope": scope, "source": source}).scalars())
 
 
-def mark_joined(conn: Connection, document_id: str) -> None:
-    """Record that the document's current version has been joined."""
-    conn.execute(text("UPDATE documents SET names_joined = content_hash WHERE id = :d"),
-                 {"d": document_id})
+def mark_joined(conn: Connection, versions: Sequence[tuple[str, str]]) -> int:
+    """Record (document id, content hash) versions as joined (a document changed since is
+    left for its new version's join)."""
+    if not versions:
+        return 0
+    return conn.execute(text("""
+        UPDATE documents d SET names_joined = v.hash
+        FROM unnest(CAST(:ids AS text[]), CAST(:hashes AS text[])) AS v(id, hash)
+        WHERE d.id = v.id AND d.content_hash = v.hash"""),
+        {"ids": [v[0] for v in versions], "hashes": [v[1] for v in versions]}).rowcount or 0
 
 
 _MOVED_RELATIONS = """

@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from graph_flows.indexing.aliases import DocumentNames, Known
 from storage import KnowledgeStore
 from storage.merge import (
+    document_hash,
     document_text,
+    documents_text,
     documents_to_join,
     join_in_document,
     lock_document,
@@ -85,26 +87,39 @@ def join_document(store: KnowledgeStore, document_id: str) -> list[dict[str, str
     with store.transaction() as conn:
         lock_document(conn, document_id)
         doc = document_text(conn, document_id)
-        if not doc.complete:
+        hash_ = document_hash(conn, document_id)
+        if not doc.complete or hash_ is None:
             return []
         ents = document_entities(conn, [document_id]).get(document_id, [])
         joins = document_joins(doc.chunks, ents)
         join_in_document(conn, [c for c, _ in doc.chunks], joins.into, joins.aliases)
-        mark_joined(conn, document_id)
+        mark_joined(conn, [(document_id, hash_)])
     return joins.merges
 
 
 def join_documents(store: KnowledgeStore, document_ids: Sequence[str]) -> list[dict[str, str]]:
     """Join the documents of ``document_ids`` whose chunks are all extracted and whose
-    current version is not joined yet; returns the merges."""
+    current version is not joined yet; returns the merges.
+
+    All are read at once; those with nothing to join are marked joined in one statement
+    (only if still that version), the others joined one by one under their locks."""
     with store.connect() as conn:
         ready = documents_to_join(conn, document_ids)
+        if not ready:
+            return []
+        ids = [d for d, _ in ready]
+        texts = documents_text(conn, ids)
+        ents = document_entities(conn, ids)
+    to_join = [d for d in ids if d in texts and document_joins(
+        texts[d].chunks, ents.get(d, [])).into]
+    quiet = [(d, h) for d, h in ready if d not in to_join]
+    if quiet:
+        with store.transaction() as conn:
+            mark_joined(conn, quiet)
     merges: list[dict[str, str]] = []
-    for doc in ready:
+    for doc in to_join:
         merges.extend(join_document(store, doc))
     return merges
-
-
 def join_left_over(store: KnowledgeStore, scope: str,
                    source: str | None = None) -> list[dict[str, str]]:
     """At the end of a run: join every complete document of ``scope`` (``source``) that a
