@@ -157,10 +157,12 @@ def main() -> None:
     parser.add_argument("--defer-index", action="store_true",
                         help="drop the HNSW indexes during the load, rebuild at the end")
     parser.add_argument("--profile", type=Path, default=None, help="write a cProfile file")
+    parser.add_argument("--no-short-forms", action="store_true",
+                        help="leave documents' short forms apart (IndexingContext.short_forms)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     records = read_records(args.corpus, args.limit)
-    context = IndexingContext()
+    context = IndexingContext(short_forms=not args.no_short_forms)
     if args.batch_size:
         context = replace(context, batch_size=args.batch_size)
     profiler = cProfile.Profile() if args.profile else None

@@ -246,7 +246,19 @@ syn AS (SELECT seed.id AS a, x.id AS b FROM seed JOIN entities e ON e.id = seed.
                   ORDER BY s.embedding <=> e.embedding LIMIT :syn_k) x
          WHERE e.embedding IS NOT NULL AND x.d <= 1 - :syn_min
            AND NOT EXISTS (SELECT 1 FROM entity_synonyms_computed c
-                           WHERE c.entity_id = e.id)),
+                           WHERE c.entity_id = e.id)
+         UNION ALL
+         -- a name one document joined into a fuller one ("Robeson" -> "Paul Robeson") and
+         -- the entity other documents still call by it: the bridge the join moved away
+         SELECT seed.id, x.id FROM seed JOIN entities e ON e.id = seed.id,
+         LATERAL (SELECT s.id FROM entities s
+                  WHERE s.scope = ANY(:s) AND s.id <> e.id
+                    AND (s.aliases @> ARRAY[e.name] OR s.normalized_name = ANY(ARRAY(
+                         SELECT lower(btrim(regexp_replace(normalize(a, NFKC),
+                                                           '[[:space:]]+', ' ', 'g')))
+                         FROM unnest(e.aliases) a)))
+                  ORDER BY s.id LIMIT :syn_k) x
+         WHERE :syn_k > 0),
 node AS (SELECT id FROM seed UNION SELECT subject_id FROM rel UNION SELECT object_id FROM rel
          UNION SELECT entity_id FROM in_chunk UNION SELECT b FROM syn),
 hood AS (

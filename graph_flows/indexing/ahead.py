@@ -175,6 +175,6 @@ def store_and_extract_next(state: IndexingState, runtime: Ctx) -> dict[str, Any]
               ("output_tokens", "output_tokens"))}
     chunks = dict(written.get("chunks") or {})
     chunks["claimed"] = chunks.get("claimed", 0) + len(batch)
-    return {**written, "chunks": chunks, "merges": resolved.get("merges", []),
-            "batch": batch, "extractions": extractions, "validated": [], "resolved": {},
-            "llm": usage}
+    merges = [*resolved.get("merges", []), *written.get("merges", [])]
+    return {**written, "chunks": chunks, "merges": merges, "batch": batch,
+            "extractions": extractions, "validated": [], "resolved": {}, "llm": usage}

@@ -29,6 +29,9 @@ who share a surname are never joined by a bare surname:
    extractor typed as places: "Columbia" is not "British Columbia".
 4. **Legal form dropped**: "Atari" -> "Atari, Inc.", "Taito" -> "Taito Corporation"
    (:data:`LEGAL_FORMS`).
+5. **Plural**: a name that is another non-person name of the document with or without a
+   final "s"/"es" ("Protestants" and "Protestant", "Native Americans" and "Native
+   American"), whichever the document writes first.
 
 A rule that finds two or more different earlier things (two Smiths, two parliaments) joins
 nothing. Names that differ only by case, punctuation or diacritics are the same name for
@@ -172,7 +175,11 @@ def rule_matches(name: str, known: Known, text: str, type_: str = "") -> bool:
     short = words(name)
     for full_name in known.names:
         full = words(full_name)
-        if len(short) >= len(full) or is_acronym(full_name):
+        if is_acronym(full_name):
+            continue
+        if known.type != "person" and plural_of(short, full):
+            return True
+        if len(short) >= len(full):
             continue
         if known.type == "person":
             if _ordered_part(short, full) and (
@@ -181,6 +188,15 @@ def rule_matches(name: str, known: Known, text: str, type_: str = "") -> bool:
         elif "location" not in (known.type, type_) and _names_thing(short, full, name, text):
             return True
     return False
+
+
+def plural_of(short: Sequence[str], full: Sequence[str]) -> bool:
+    """Rule 5: the same name with or without a plural "s"/"es" ("Protestants" and
+    "Protestant", "Native Americans" and "Native American")."""
+    if len(short) != len(full) or not short or short[:-1] != full[:-1]:
+        return False
+    a, b = sorted((short[-1], full[-1]), key=len)
+    return len(a) >= 3 and b in (a + "s", a + "es")
 
 
 def _names_thing(short: list[str], full: list[str], name: str, text: str) -> bool:

@@ -50,13 +50,13 @@ class IndexingContext:
                                  "merged into an existing entity of the same type."},
     )
     short_forms: bool = field(
-        default=False,
-        metadata={"description": "Merge a document's later short forms (a surname, a defined "
-                                 "acronym, 'the Bee') into the full name it introduced "
-                                 "earlier, keeping them as aliases. Off by default: the "
-                                 "merge depends on the order chunks are resolved in, so an "
-                                 "ingest resumed after failures can differ from a clean "
-                                 "one (docs/bench/HISTORY.md, issue 25)."},
+        default=True,
+        metadata={"description": "Join a document's later short forms (a surname, a defined "
+                                 "acronym, 'the Bee', a plural) to the full name it "
+                                 "introduced earlier, keeping them as aliases. Decided on "
+                                 "the stored document once all its chunks are extracted, "
+                                 "so the graph does not depend on the order chunks were "
+                                 "resolved in (graph_flows.indexing.join_names)."},
     )
     look_ahead: bool = field(
         default=True,

@@ -23,6 +23,7 @@ from graph_flows.indexing.embed import embed_marked, embed_texts
 from graph_flows.indexing.extraction.llm import extract_batch
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import validate_extraction
+from graph_flows.indexing.join_names import join_documents, join_left_over
 from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
@@ -119,9 +120,13 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def claim_batch(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Claim the next pending chunks (an empty batch ends the run)."""
     ctx = context_of(runtime)
-    batch = claim_chunks(get_resources(ctx).store, state, ctx)
+    store = get_resources(ctx).store
+    batch = claim_chunks(store, state, ctx)
+    # the run's last claim: documents a stopped run wrote but did not join are joined now
+    joined = join_left_over(store, state["claim_scope"], state.get("claim_source")) if (
+        not batch and ctx.short_forms) else []
     return {"batch": batch, "extractions": [], "validated": [], "resolved": {},
-            "chunks": {"claimed": len(batch)}}
+            "chunks": {"claimed": len(batch)}, "merges": joined}
 
 
 def extract(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
@@ -161,11 +166,10 @@ def validate(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
-    """Merge mentions into entities (with ``short_forms`` on, a document's short forms into
-    its full names; exact names, then near duplicates of the same type)."""
+    """Merge mentions into entities: exact names, then near duplicates of the same type (a
+    document's short forms are joined to its full names once it is stored: ``write``)."""
     ctx = context_of(runtime)
-    found = resolve_batch(get_resources(ctx).store, state["validated"], ctx.resolution_threshold,
-                          (state.get("batch") or ()) if ctx.short_forms else ())
+    found = resolve_batch(get_resources(ctx).store, state["validated"], ctx.resolution_threshold)
     outcomes = []
     for chunk in state["validated"]:
         dropped = Counter(chunk["dropped"])
@@ -213,11 +217,15 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     # Their instruction-like spans too, withheld from every reader of the passage.
     with res.store.transaction() as conn:
         fill_chunk_evidence(conn, found, scan_chunk)
+    # documents this batch completed: their short forms joined into their full names
+    joined = join_documents(res.store, sorted({c["document_id"] for c in state["batch"]
+                                               if c.get("document_id")})) \
+        if ctx.short_forms else []
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
         dropped.update(outcome.dropped)
     return {"entities": len(data["entities"]), "relations": len(data["relations"]),
-            "dropped": dict(dropped), "failures": failures,
+            "dropped": dict(dropped), "failures": failures, "merges": joined,
             "chunks": {"completed": len(outcomes), "failed": len(failures)}}
 
 

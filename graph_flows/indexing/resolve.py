@@ -10,13 +10,10 @@
    stored entity wins over a new one, so the result does not depend on how chunks were
    batched (chunks are claimed in document order). Names that match but have different
    types are never merged.
-3. **Short forms within a document** (before 1 and 2): a mention that shortens a name the
-   same document introduced earlier, in this batch or stored by an earlier one ("Robeson"
-   after "Paul Robeson", "ELAM" defined beside its expansion, "the Bee" after "The
-   Sacramento Bee"), joins that entity whatever type the extractor guessed for it; only a
-   unique target counts (rules in :mod:`graph_flows.indexing.aliases`). Short forms are
-   matched within their document only: a bare "Robeson" in another document stays its own
-   entity.
+3. **Short forms within a document** ("Robeson" after "Paul Robeson") are not decided here,
+   batch by batch, but on the stored document once all its chunks are written
+   (:mod:`graph_flows.indexing.join_names`), so the result does not depend on the order
+   chunks are resolved in.
 4. Relations are re-pointed to the resolved ids; self-loops created by a merge are dropped.
 
 An entity's other names (spelling variants and short forms) are its ``aliases``.
@@ -36,11 +33,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from graph_flows.indexing.aliases import DocumentNames, fold
+from graph_flows.indexing.aliases import fold
 from graph_flows.shared.dates import parse_date
 from storage import KnowledgeStore, ids
 from storage.resolution import (
-    document_entities,
     existing_entities,
     existing_relations,
     similar_entities,
@@ -112,7 +108,6 @@ class Group:
     confidence: float = 0.0
     chunk_ids: list[str] = field(default_factory=list)
     variants: list[str] = field(default_factory=list)
-    short_forms: list[tuple[str, str]] = field(default_factory=list)  # (name, type)
     stored_id: str | None = None
     stored_summary: str | None = None
     stored_has_embedding: bool = False
@@ -123,10 +118,9 @@ class Group:
 
     @property
     def aliases(self) -> list[str]:
-        """Every other name of the group: variants and short forms, first met first."""
+        """Every other name of the group (its spelling variants), first met first."""
         own = ids.normalize_name(self.name)
-        names = [*self.variants, *(n for n, _ in self.short_forms)]
-        return [n for n in dict.fromkeys(names) if ids.normalize_name(n) != own]
+        return [n for n in dict.fromkeys(self.variants) if ids.normalize_name(n) != own]
 
     def absorb(self, name: str, summary: str, confidence: float, chunk_ids: Sequence[str]) -> None:
         if name not in self.variants:
@@ -148,65 +142,10 @@ class Resolution:
     relation_counts: dict[str, int]     # chunk id -> relations kept
 
 
-ShortForms = dict[tuple[str, str, str], tuple[str, str]]
-"""(chunk id, type, normalised name) of a short-form mention -> (full name, its type)."""
-
-
-def find_short_forms(
-    validated: Sequence[dict[str, Any]], texts: dict[str, str], documents: dict[str, str],
-    stored: dict[str, list[Any]],
-) -> ShortForms:
-    """The batch's mentions that shorten a name their document introduced earlier.
-
-    ``texts`` / ``documents``: chunk id -> text / document id; ``stored``: document id ->
-    entities earlier batches stored from it (:func:`storage.resolution.document_entities`).
-    Each chunk's mentions are read in the order they occur in its text."""
-    by_doc: dict[str, tuple[DocumentNames, DocumentNames]] = {}
-    for chunk in validated:  # every name of each document first: the later ones count too
-        doc = documents.get(chunk["chunk_id"])
-        if doc is None:
-            continue
-        if doc not in by_doc:
-            by_doc[doc] = (_stored_names(stored.get(doc, ())),
-                           _stored_names(stored.get(doc, ())))
-        for ent in chunk["entities"]:
-            by_doc[doc][1].add(ent["name"], ent["type"])
-    out: ShortForms = {}
-    for chunk in validated:
-        cid = chunk["chunk_id"]
-        if cid not in documents:
-            continue
-        names, whole = by_doc[documents[cid]]
-        text = texts.get(cid, "")
-        folded = text.casefold()
-        order = sorted(chunk["entities"], key=lambda e: (
-            folded.find(e["name"].casefold()) % (len(folded) + 1), -len(e["name"])))
-        for ent in order:
-            target = names.short_form_of(ent["name"], ent["type"], text, whole)
-            if target is None:
-                names.add(ent["name"], ent["type"])
-                continue
-            names.alias(target, ent["name"])
-            out[(cid, ent["type"], ids.normalize_name(ent["name"]))] = (target.name, target.type)
-    return out
-
-
-def _stored_names(stored: Sequence[Any]) -> DocumentNames:
-    names = DocumentNames()
-    for ent in stored:
-        known = names.add(ent.name, ent.type)
-        for alias in ent.aliases:
-            names.alias(known, alias)
-    return names
-
-
 def group_mentions(
     store: Any, validated: Sequence[dict[str, Any]], threshold: float,
-    short_forms: ShortForms | None = None,
 ) -> list[Group]:
-    """Exact then near-duplicate grouping of the batch's entity mentions (first one wins);
-    a short form joins its full name's group."""
-    short_forms = short_forms or {}
+    """Exact then near-duplicate grouping of the batch's entity mentions (first one wins)."""
     groups: list[Group] = []
     by_key: dict[tuple[str, str, str], Group] = {}
     buckets: dict[tuple[str, str], NameIndex] = {}
@@ -215,9 +154,7 @@ def group_mentions(
          if len(e["name"]) >= MIN_FUZZY_LEN], threshold)
     for chunk in validated:
         for ent in chunk["entities"]:
-            full = short_forms.get(
-                (chunk["chunk_id"], ent["type"], ids.normalize_name(ent["name"])))
-            name, type_ = full or (ent["name"], ent["type"])
+            name, type_ = ent["name"], ent["type"]
             key = (chunk["scope"], type_, ids.normalize_name(name))
             bucket = buckets.setdefault(key[:2], NameIndex(similar))
             group = by_key.get(key) or bucket.find(name)
@@ -229,8 +166,6 @@ def group_mentions(
                 bucket.add(name, group)
             group.absorb(name, ent.get("description") or "", ent["confidence"],
                          [chunk["chunk_id"]])
-            if full is not None and (ent["name"], ent["type"]) not in group.short_forms:
-                group.short_forms.append((ent["name"], ent["type"]))
     return groups
 
 
@@ -270,10 +205,8 @@ def _match_store(
 def build_relations(
     validated: Sequence[dict[str, Any]], id_of: dict[tuple[str, str, str], str],
     dropped: dict[str, dict[str, int]], kept: dict[str, int],
-    short_forms: ShortForms | None = None,
 ) -> list[dict[str, Any]]:
     """Relations on resolved ids, merged by id (best confidence's fact, earliest date)."""
-    short_forms = short_forms or {}
     out: dict[str, dict[str, Any]] = {}
     for chunk in validated:
         cid, scope = chunk["chunk_id"], chunk["scope"]
@@ -282,11 +215,7 @@ def build_relations(
             ends = []
             for name in (rel["subject"], rel["object"]):
                 norm = ids.normalize_name(name)
-                key = (cid, types.get(norm, ""), norm)
-                if key in short_forms:
-                    full, full_type = short_forms[key]
-                    norm, key = ids.normalize_name(full), (cid, full_type, "")
-                ends.append(id_of.get((scope, key[1], norm)))
+                ends.append(id_of.get((scope, types.get(norm, ""), norm)))
             reason = "unknown_endpoint" if None in ends else (
                 "self_loop_after_merge" if ends[0] == ends[1] else None)
             if reason:
@@ -318,20 +247,9 @@ def build_relations(
 # -- the batch ------------------------------------------------------------------------------
 def resolve_batch(
     store: KnowledgeStore, validated: Sequence[dict[str, Any]], threshold: float,
-    chunks: Sequence[dict[str, Any]] = (),
 ) -> Resolution:
-    """Resolve a batch's validated extractions against itself and the store.
-
-    ``chunks``: the batch's chunks (``id``, ``document_id``, ``text``), for the short forms
-    of their documents; without them short forms are not looked for."""
-    texts = {c["id"]: c.get("text") or "" for c in chunks}
-    documents = {c["id"]: c["document_id"] for c in chunks if c.get("document_id")}
-    stored: dict[str, list[Any]] = {}
-    if documents:
-        with store.connect() as conn:
-            stored = document_entities(conn, sorted(set(documents.values())), list(documents))
-    short_forms = find_short_forms(validated, texts, documents, stored)
-    groups = group_mentions(store, validated, threshold, short_forms)
+    """Resolve a batch's validated extractions against itself and the store."""
+    groups = group_mentions(store, validated, threshold)
     match_store(store, groups, threshold)
     by_id: dict[str, Group] = {}
     id_of: dict[tuple[str, str, str], str] = {}
@@ -341,17 +259,13 @@ def resolve_batch(
         if target is not group:  # two batch groups resolved onto one stored entity
             target.absorb(group.name, group.summary, group.confidence, group.chunk_ids)
             target.variants.extend(v for v in group.variants if v not in target.variants)
-            target.short_forms.extend(f for f in group.short_forms
-                                      if f not in target.short_forms)
         for variant in group.variants:
             id_of[(group.scope, group.type, ids.normalize_name(variant))] = group.id
             if ids.normalize_name(variant) != ids.normalize_name(target.name):
                 merges.append({"name": variant, "into": target.name, "type": group.type})
-        for short, short_type in group.short_forms:
-            merges.append({"name": short, "into": target.name, "type": short_type})
     dropped: dict[str, dict[str, int]] = {}
     kept: dict[str, int] = {}
-    relations = build_relations(validated, id_of, dropped, kept, short_forms)
+    relations = build_relations(validated, id_of, dropped, kept)
     with store.connect() as conn:
         known = existing_relations(conn, [r["id"] for r in relations])
     for rel in relations:

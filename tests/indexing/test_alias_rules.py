@@ -12,7 +12,9 @@ from graph_flows.indexing.aliases import (
     is_acronym,
     words,
 )
-from graph_flows.indexing.resolve import compact, find_short_forms
+from graph_flows.indexing.join_names import document_joins
+from graph_flows.indexing.resolve import compact
+from storage.resolution import DocumentEntity
 
 
 def names(*full: tuple[str, str]) -> DocumentNames:
@@ -111,17 +113,41 @@ def test_legal_form_dropped_joins_the_company() -> None:
     assert target(doc, "Taito", "person") == "Taito Corporation"
 
 
+def entity(name: str, type_: str) -> DocumentEntity:
+    return DocumentEntity("d1", f"id:{name}:{type_}", name, type_, ())
+
+
 def test_a_defined_acronym_stands_for_its_expansion_in_later_chunks() -> None:
-    validated = [
-        {"chunk_id": "c1", "scope": "s", "relations": [], "entities": [
-            {"name": "Latin American School of Medicine", "type": "organization"},
-            {"name": "LASM", "type": "organization"}]},
-        {"chunk_id": "c2", "scope": "s", "relations": [], "entities": [
-            {"name": "LASM", "type": "organization"}, {"name": "Smith", "type": "person"}]},
-        {"chunk_id": "c3", "scope": "s", "relations": [], "entities": [
-            {"name": "LASM", "type": "organization"}]}]
-    texts = {"c1": "The Latin American School of Medicine (LASM) opened.",
-             "c2": "LASM grew. Smith taught there.", "c3": "LASM closed."}
-    found = find_short_forms(validated, texts, {"c1": "d1", "c2": "d1", "c3": "d2"}, {})
-    full = ("Latin American School of Medicine", "organization")
-    assert found == {("c1", "organization", "lasm"): full, ("c2", "organization", "lasm"): full}
+    chunks = [("c1", "The Latin American School of Medicine (LASM) opened."),
+              ("c2", "LASM grew. Smith taught there.")]
+    full = entity("Latin American School of Medicine", "organization")
+    joins = document_joins(chunks, [entity("LASM", "organization"), entity("Smith", "person"),
+                                    full])
+    assert joins.into == {"id:LASM:organization": full.id}
+    assert joins.aliases == {full.id: ["LASM"]}
+    # the same acronym in a document that never defines it joins nothing
+    assert document_joins([("c3", "LASM closed.")], [entity("LASM", "organization")]).into == {}
+
+
+def test_joins_do_not_depend_on_the_order_entities_are_listed() -> None:
+    """The document's text orders the names: a surname shared by two people of the document
+    joins neither, wherever the second one appears."""
+    chunks = [("c1", "Paul Robeson sang. Robeson acted."), ("c2", "Later Eslanda Robeson wrote.")]
+    ents = [entity("Robeson", "person"), entity("Eslanda Robeson", "person"),
+            entity("Paul Robeson", "person")]
+    assert document_joins(chunks, ents).into == {}
+    assert document_joins(chunks, ents[::-1]).into == {}
+    one = [("c1", "Paul Robeson sang. Robeson acted.")]
+    for listed in (ents[::2], ents[::-2]):
+        assert document_joins(one, listed).into == {"id:Robeson:person": "id:Paul Robeson:person"}
+
+
+def test_plural_and_singular_are_one_thing_but_not_for_people() -> None:
+    doc = names(("Protestant", "concept"), ("Native American", "organization"),
+                ("John Williams", "person"), ("William", "person"))
+    assert target(doc, "Protestants", "organization") == "Protestant"
+    assert target(doc, "Native Americans", "location") == "Native American"
+    assert target(doc, "Williams", "person") == "John Williams"  # the surname rule
+    assert target(doc, "Williams", "person") != "William"
+    assert target(doc, "Protestantism", "concept") is None
+    assert target(names(("Church", "organization")), "Churches", "organization") == "Church"

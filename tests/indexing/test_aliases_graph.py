@@ -32,7 +32,6 @@ def reply(doc: str) -> str:
 
 
 def ingest(store: KnowledgeStore, docs: dict[str, str], **ctx: Any) -> dict[str, Any]:
-    ctx.setdefault("short_forms", True)  # the rules under test (off by default)
     res = Resources(Settings(_env_file=None), store, DeterministicFakeEmbedding(size=384),
                     chat_override=ScriptedChatModel.per_document(reply))
     records = [{"uri": uri, "text": body} for uri, body in docs.items()]
@@ -142,8 +141,76 @@ def test_short_forms_stay_in_their_document_and_across_batches(store: KnowledgeS
     assert got["Codd"] == ("person", [])  # document b: no full name there
 
 
-def test_short_forms_are_off_by_default(store: KnowledgeStore) -> None:
+def test_short_forms_can_be_left_apart(store: KnowledgeStore) -> None:
     body = script("Paul Robeson sang. Later Robeson acted.",
                   [("Paul Robeson", "person"), ("Robeson", "person")])
     ingest(store, {"a": body}, short_forms=False)
     assert entities(store) == {"Paul Robeson": ("person", []), "Robeson": ("person", [])}
+
+
+def graph_by_name(store: KnowledgeStore, scope: str) -> dict[str, Any]:
+    """The scope's graph with names for ids: entities (type, aliases), relations, provenance
+    by chunk position (scopes differ, so chunk ids do too)."""
+    with store.connect() as conn:
+        ents = conn.execute(text(
+            "SELECT name, type, aliases FROM entities WHERE scope = :s"), {"s": scope}).all()
+        rels = conn.execute(text(
+            "SELECT s.name AS s, r.predicate, o.name AS o FROM relations r "
+            "JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id "
+            "WHERE r.scope = :s"), {"s": scope}).all()
+        prov = conn.execute(text(
+            "SELECT e.name, c.ordinal FROM entity_provenance p JOIN entities e "
+            "ON e.id = p.entity_id JOIN chunks c ON c.id = p.chunk_id WHERE e.scope = :s"),
+            {"s": scope}).all()
+    return {"entities": sorted((r.name, r.type, sorted(r.aliases)) for r in ents),
+            "relations": sorted(map(tuple, rels)), "provenance": sorted(map(tuple, prov))}
+
+
+def test_a_document_resolved_out_of_order_ends_as_a_clean_run(store: KnowledgeStore) -> None:
+    """The short form's chunk is stored before the full name's chunk (that one failed first
+    and is retried by the next run): once the document is complete, the graph equals the
+    graph of a run that resolved the chunks in order."""
+    first = script("Paul Robeson sang in London in 1928, and the concert hall was full that night.",
+                   [("Paul Robeson", "person"), ("London", "location")],
+                   [("Paul Robeson", "London")])
+    later = script("Robeson studied at Columbia Law School, where he took his law degree in 1923.",
+                   [("Robeson", "person"), ("Columbia Law School", "organization")],
+                   [("Robeson", "Columbia Law School")])
+    body = first + "\n\n" + later
+    small = IndexingContext(chunk_size=100, chunk_overlap=0, batch_size=1)
+    down = {"first": False}
+
+    def flaky(doc: str) -> str:
+        if down["first"] and first in doc:
+            raise RuntimeError("the model is down")
+        return reply(doc)
+
+    res = Resources(Settings(_env_file=None), store, DeterministicFakeEmbedding(size=384),
+                    chat_override=ScriptedChatModel.per_document(flaky))
+
+    def run(scope: str, **extra: Any) -> dict[str, Any]:
+        return runner.run_indexing({"records": [{"uri": "a", "text": body}], "source": "t",
+                                    "scope": scope, **extra}, small)
+
+    with use_resources(res):
+        assert run("clean")["chunks"]["completed"] == 2
+        down["first"] = True
+        out = run("faulty")
+        assert (out["chunks"]["completed"], out["chunks"]["failed"]) == (1, 1)
+        half = graph_by_name(store, "faulty")  # not joined: the document is not complete
+        assert ("Robeson", "person", []) in half["entities"]
+        down["first"] = False
+        again = run("faulty", retry_failed=True)
+    assert again["chunks"]["completed"] == 1
+    assert {"name": "Robeson", "into": "Paul Robeson", "type": "person"} in again["merges"]
+    assert graph_by_name(store, "faulty") == graph_by_name(store, "clean") == {
+        "entities": [("Columbia Law School", "organization", []), ("London", "location", []),
+                     ("Paul Robeson", "person", ["Robeson"])],
+        "relations": [("Paul Robeson", "relates_to", "Columbia Law School"),
+                      ("Paul Robeson", "relates_to", "London")],
+        "provenance": [("Columbia Law School", 1), ("London", 0), ("Paul Robeson", 0),
+                       ("Paul Robeson", 1)]}
+    # joined once: a third run changes nothing
+    with use_resources(res):
+        run("faulty")
+    assert graph_by_name(store, "faulty") == graph_by_name(store, "clean")

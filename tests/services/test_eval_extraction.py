@@ -106,14 +106,14 @@ def test_cli_prints_a_table_and_one_json_object(
     # surname never alone in this text: one stored entity holds her names, both ways)
     assert report["aliases"]["multi_name"] == 1 and report["offset"] == 0
     assert report["aliases"]["merged"] == 1 and report["aliases"]["false_merges"] == 0
-    forms = report["aliases_short_forms"]
-    assert forms["multi_name"] == 1 and forms["merged"] == 1 and forms["false_merges"] == 0
+    base = report["aliases_without_short_forms"]
+    assert base["multi_name"] == 1 and base["merged"] == 1 and base["false_merges"] == 0
     assert report["alias_scope"].startswith("eval-aliases-")
-    assert report["alias_scope_short_forms"] == report["alias_scope"] + "-sf"
+    assert report["alias_scope_without_short_forms"] == report["alias_scope"] + "-nosf"
     code, out, _ = run_cli(capsys, "eval", "extraction", "--redocred", str(dataset),
                            "--chunk-size", "0")
     assert code == 0 and "named_entities" in out and "type accuracy" in out
-    assert "aliases (scope eval-aliases-" in out and "with the short-form rules on" in out
+    assert "aliases (scope eval-aliases-" in out and "without joining short forms" in out
     code, out, _ = run_cli(capsys, "eval", "extraction", "--redocred", str(dataset),
                            "--offset", "1", "--no-aliases", "--json")
     report = json.loads(out)

@@ -102,20 +102,20 @@ def document_uri(number: int) -> str:
     return f"redocred-{number:04d}"
 
 
-def eval_scope(docs: Sequence[GoldDocument], short_forms: bool = False) -> str:
-    """The scope the documents are ingested into (a hash of their texts; ``-sf``: with the
-    short-form rules on)."""
+def eval_scope(docs: Sequence[GoldDocument], short_forms: bool = True) -> str:
+    """The scope the documents are ingested into (a hash of their texts; ``-nosf``: with
+    the short forms not joined, the baseline)."""
     digest = hashlib.sha256("\0".join(d.text for d in docs).encode())
-    return f"eval-aliases-{digest.hexdigest()[:12]}" + ("-sf" if short_forms else "")
+    return f"eval-aliases-{digest.hexdigest()[:12]}" + ("" if short_forms else "-nosf")
 
 
 def measure_aliases(resources: Resources, docs: Sequence[GoldDocument], *, first: int = 0,
                     chunk_size: int = 1000, on_progress: Progress | None = None,
-                    short_forms: bool = False) -> dict[str, Any]:
+                    short_forms: bool = True) -> dict[str, Any]:
     """Ingest ``docs`` (numbered from ``first``) with the rule extractor and score the stored
-    entities; ``{"aliases": {...}, "scope": ...}``. ``short_forms``: with the short-form
-    rules of resolution on (``IndexingContext.short_forms``, off in the product), else as
-    the product ingests."""
+    entities; ``{"aliases": {...}, "scope": ...}``. ``short_forms``: the documents' short
+    forms joined to their full names (``IndexingContext.short_forms``), as the product
+    ingests; off: the baseline without them."""
     scope = eval_scope(docs, short_forms)
     res = replace(resources, chat_override=NO_LLM)
     records = [{"uri": document_uri(first + n), "text": d.text} for n, d in enumerate(docs)]
