@@ -118,7 +118,8 @@ def print_summary(console: Console, out: dict[str, Any], paths: Sequence[Path] =
       f"{chunks.get('failed', 0)} failed this run; {graph.get('completed', 0)}/"
       f"{graph.get('total', 0)} completed in these sources")
     p(f"  graph      {graph.get('entities', 0)} entities, {graph.get('relations', 0)} relations "
-      f"in these sources; {len(out.get('merges', []))} near-duplicate merges")
+      f"in these sources; {len(out.get('merges', []))} merges (near duplicates and "
+      "a document's short forms)")
     removed = out.get("removed", {})
     if any(removed.values()):
         p(f"  removed    {removed.get('chunks', 0)} old chunks, {removed.get('entities', 0)} "
