@@ -24,6 +24,13 @@ def chunk_ids_for(document_id: str, chunk_texts: Sequence[str]) -> list[tuple[st
     return out
 
 
+def lock_document(conn: Connection, document_id: str) -> None:
+    """The document's transaction-scoped advisory lock: its syncs and the join of its short
+    forms (storage.merge) take turns."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 7))"),
+                 {"k": f"document\x1f{document_id}"})
+
+
 def sync_document(conn: Connection, doc: DocumentIn, chunk_texts: Sequence[str]) -> DocumentSync:
     """Store a document version; new chunks get a pending status, vanished ones are removed.
 
@@ -32,8 +39,7 @@ def sync_document(conn: Connection, doc: DocumentIn, chunk_texts: Sequence[str])
     UPDATE`` to lock, and of two racing inserts the second can meet the other unique key
     (scope, source, uri) before ``ON CONFLICT (id)`` sees the first (a UniqueViolation
     instead of an update). The second then finds the document stored and unchanged."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 7))"),
-                 {"k": f"document\x1f{doc.id}"})
+    lock_document(conn, doc.id)
     old_hash = conn.execute(
         text("SELECT content_hash FROM documents WHERE id = :id FOR UPDATE"), {"id": doc.id}
     ).scalar()

@@ -56,13 +56,9 @@ SELECT word, count(*) FROM up, unnest(up.name_words) AS word WHERE up.inserted G
 ON CONFLICT (word) DO UPDATE SET n = w.n + EXCLUDED.n
 """
 
-_RELATION_UPSERT = """
-INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
-                            embedding, valid_at, invalid_at, attribute, predicate_text)
-SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
-       embedding, valid_at, invalid_at, attribute, predicate_text
-FROM stage_relations
-ORDER BY id, confidence DESC
+# A relation written again (or re-keyed by storage.merge) merges into the stored row ``r``:
+# the higher confidence wins the fact (then code point order), dates kept
+RELATION_MERGE = """
 ON CONFLICT (id) DO UPDATE SET
     confidence = GREATEST(r.confidence, EXCLUDED.confidence),
     fact = CASE WHEN (EXCLUDED.confidence, r.fact COLLATE "C")
@@ -78,6 +74,15 @@ ON CONFLICT (id) DO UPDATE SET
     predicate_text = COALESCE(r.predicate_text, EXCLUDED.predicate_text),
     updated_at = now()
 """
+
+_RELATION_UPSERT = f"""
+INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
+                            embedding, valid_at, invalid_at, attribute, predicate_text)
+SELECT DISTINCT ON (id) id, scope, subject_id, object_id, predicate, fact, confidence,
+       embedding, valid_at, invalid_at, attribute, predicate_text
+FROM stage_relations
+ORDER BY id, confidence DESC
+{RELATION_MERGE}"""
 
 
 # the staging tables' column types, for the binary COPY (embeddings as float32, not text)

@@ -4,14 +4,14 @@ Resolution writes every name it meets as its own entity; once all chunks of a do
 stored, :func:`join_in_document` moves that document's mentions of a short form ("Robeson")
 to the entity of its full name ("Paul Robeson"): the entity's provenance in the document's
 chunks, the relations those chunks stated about it (re-keyed to the full name's id, merged
-with an equal relation by the upsert rules of :mod:`storage.graph_writes`), and the short
+with an equal relation by :data:`storage.graph_writes.RELATION_MERGE`), and the short
 name as an alias. What the short form's entity keeps from other documents stays where it is;
 rows left without provenance are deleted (:func:`storage.documents.delete_orphans`).
 
 Working on stored rows, after the whole document is known, makes the result independent of
 the order its chunks were resolved in (a retry, a restart, another worker), and running it
-again changes nothing. The document's advisory lock (the one :func:`storage.documents.
-sync_document` takes) keeps two workers from joining one document at once.
+again changes nothing. The document's advisory lock (:func:`storage.documents.lock_document`,
+which its syncs take too) keeps two workers from joining one document at once.
 """
 
 from __future__ import annotations
@@ -24,51 +24,39 @@ from sqlalchemy import Connection, text
 
 from storage import supersede
 from storage.documents import delete_orphans
+from storage.graph_writes import RELATION_MERGE
 from storage.ids import relation_id
 
 
 @dataclass(frozen=True, slots=True)
 class DocumentText:
-    """A stored document's chunks in reading order, and whether all are extracted."""
+    """A stored document's version, its chunks in reading order, and whether all are
+    extracted."""
 
     id: str
+    content_hash: str
     chunks: tuple[tuple[str, str], ...]  # (chunk id, text)
     complete: bool
-
-
-@dataclass(frozen=True, slots=True)
-class JoinReport:
-    """What one join did."""
-
-    entities_moved: int = 0
-    relations_moved: int = 0
-    deleted_entities: int = 0
-    deleted_relations: int = 0
-
-
-def lock_document(conn: Connection, document_id: str) -> None:
-    """The document's transaction-scoped advisory lock (shared with ``sync_document``)."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 7))"),
-                 {"k": f"document\x1f{document_id}"})
 
 
 def document_text(conn: Connection, document_id: str) -> DocumentText:
     """The document's chunks by ordinal; ``complete``: every chunk's extraction completed."""
     return documents_text(conn, [document_id]).get(
-        document_id, DocumentText(document_id, (), False))
+        document_id, DocumentText(document_id, "", (), False))
 
 
 def documents_text(conn: Connection, document_ids: Sequence[str]) -> dict[str, DocumentText]:
     """:func:`document_text` of several documents (those with chunks)."""
     rows = conn.execute(text("""
-        SELECT c.document_id, c.id, c.text, s.status FROM chunks c
+        SELECT c.document_id, d.content_hash, c.id, c.text, s.status FROM chunks c
+        JOIN documents d ON d.id = c.document_id
         LEFT JOIN extraction_status s ON s.chunk_id = c.id
         WHERE c.document_id = ANY(:d) ORDER BY c.document_id, c.ordinal, c.id"""),
         {"d": sorted(set(document_ids))}).all()
     grouped: dict[str, list[Any]] = {}
     for r in rows:
         grouped.setdefault(r.document_id, []).append(r)
-    return {d: DocumentText(d, tuple((r.id, r.text) for r in rs),
+    return {d: DocumentText(d, rs[0].content_hash, tuple((r.id, r.text) for r in rs),
                             all(r.status == "completed" for r in rs))
             for d, rs in grouped.items()}
 
@@ -86,12 +74,6 @@ def documents_to_join(conn: Connection, document_ids: Sequence[str]) -> list[tup
               SELECT 1 FROM chunks c JOIN extraction_status s ON s.chunk_id = c.id
               WHERE c.document_id = d.id AND s.status <> 'completed')
         ORDER BY d.id"""), {"ids": sorted(set(document_ids))})]
-
-
-def document_hash(conn: Connection, document_id: str) -> str | None:
-    """The stored version's content hash (None: no such document)."""
-    return conn.execute(text("SELECT content_hash FROM documents WHERE id = :d"),
-                        {"d": document_id}).scalar()
 
 
 def unjoined_documents(conn: Connection, scope: str, source: str | None = None) -> list[str]:
@@ -138,7 +120,7 @@ GROUP BY m.i
 
 # A copy of each moved relation under its new id, merged into an equal one by the rules of
 # storage.graph_writes (higher confidence, then code point order, wins the fact)
-_RELATION_COPY = """
+_RELATION_COPY = f"""
 INSERT INTO relations AS r (id, scope, subject_id, object_id, predicate, fact, confidence,
                             embedding, valid_at, invalid_at, attribute, predicate_text)
 SELECT DISTINCT ON (m.new_id) m.new_id, o.scope, m.subject_id, m.object_id, o.predicate,
@@ -148,34 +130,20 @@ FROM unnest(CAST(:old AS text[]), CAST(:new AS text[]), CAST(:subj AS text[]),
             CAST(:obj AS text[])) AS m(old_id, new_id, subject_id, object_id)
 JOIN relations o ON o.id = m.old_id
 ORDER BY m.new_id, o.confidence DESC, o.fact COLLATE "C"
-ON CONFLICT (id) DO UPDATE SET
-    confidence = GREATEST(r.confidence, EXCLUDED.confidence),
-    fact = CASE WHEN (EXCLUDED.confidence, r.fact COLLATE "C")
-                     > (r.confidence, EXCLUDED.fact COLLATE "C")
-                THEN EXCLUDED.fact ELSE r.fact END,
-    embedding = CASE WHEN (EXCLUDED.confidence, r.fact COLLATE "C")
-                          > (r.confidence, EXCLUDED.fact COLLATE "C")
-                          AND EXCLUDED.embedding IS NOT NULL
-                     THEN EXCLUDED.embedding ELSE COALESCE(r.embedding, EXCLUDED.embedding) END,
-    valid_at = LEAST(r.valid_at, EXCLUDED.valid_at),
-    invalid_at = COALESCE(r.invalid_at, EXCLUDED.invalid_at),
-    attribute = COALESCE(r.attribute, EXCLUDED.attribute),
-    predicate_text = COALESCE(r.predicate_text, EXCLUDED.predicate_text),
-    updated_at = now()
-"""
+{RELATION_MERGE}"""
 
 
 def join_in_document(
     conn: Connection, chunk_ids: Sequence[str], into: Mapping[str, str],
     aliases: Mapping[str, Sequence[str]],
-) -> JoinReport:
+) -> None:
     """Within ``chunk_ids`` (one document's), move entity ``x``'s mentions to ``into[x]``.
 
     ``aliases``: names to add to each target entity. Relations of the moved mentions are
     re-keyed (:func:`storage.ids.relation_id`); one that would join an entity to itself is
     dropped, as resolution drops it."""
     if not into:
-        return JoinReport()
+        return
     chunks, ents = sorted(set(chunk_ids)), sorted(into)
     # the rows first, in id order as writers lock them: a writer naming one of them now
     # waits, then finds it (kept, or gone and inserted again), never half deleted
@@ -189,13 +157,13 @@ def join_in_document(
             WHERE e.id = :id AND EXISTS (SELECT 1 FROM unnest(CAST(:names AS text[])) a
                                          WHERE a <> ALL(e.aliases) AND a <> e.name)"""),
             {"id": target, "names": list(names)})
-    moved = conn.execute(text("""
+    conn.execute(text("""
         INSERT INTO entity_provenance (entity_id, chunk_id, scope)
         SELECT m.target, p.chunk_id, p.scope
         FROM unnest(CAST(:ents AS text[]), CAST(:targets AS text[])) AS m(source, target)
         JOIN entity_provenance p ON p.entity_id = m.source AND p.chunk_id = ANY(:chunks)
         ON CONFLICT DO NOTHING"""),
-        {"ents": ents, "targets": [into[e] for e in ents], "chunks": chunks}).rowcount or 0
+        {"ents": ents, "targets": [into[e] for e in ents], "chunks": chunks})
     conn.execute(text("DELETE FROM entity_provenance WHERE entity_id = ANY(:ents) "
                       "AND chunk_id = ANY(:chunks)"), {"ents": ents, "chunks": chunks})
     rows = conn.execute(text(_MOVED_RELATIONS), {"ents": ents, "chunks": chunks}).all()
@@ -235,7 +203,5 @@ def join_in_document(
     if old_ids:
         conn.execute(text("DELETE FROM relation_provenance WHERE relation_id = ANY(:ids) "
                           "AND chunk_id = ANY(:chunks)"), {"ids": old_ids, "chunks": chunks})
-    removed = delete_orphans(conn, old_ids, ents)
+    delete_orphans(conn, old_ids, ents)
     supersede.settle(conn, groups)
-    return JoinReport(entities_moved=moved, relations_moved=len(copies),
-                      deleted_entities=removed.entities, deleted_relations=removed.relations)

@@ -16,25 +16,21 @@ run left unjoined.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from graph_flows.indexing.aliases import DocumentNames, Known
 from storage import KnowledgeStore
+from storage.documents import lock_document
 from storage.merge import (
-    document_hash,
     document_text,
     documents_text,
     documents_to_join,
     join_in_document,
-    lock_document,
     mark_joined,
     unjoined_documents,
 )
 from storage.resolution import DocumentEntity, document_entities
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -87,13 +83,12 @@ def join_document(store: KnowledgeStore, document_id: str) -> list[dict[str, str
     with store.transaction() as conn:
         lock_document(conn, document_id)
         doc = document_text(conn, document_id)
-        hash_ = document_hash(conn, document_id)
-        if not doc.complete or hash_ is None:
+        if not doc.complete:
             return []
         ents = document_entities(conn, [document_id]).get(document_id, [])
         joins = document_joins(doc.chunks, ents)
         join_in_document(conn, [c for c, _ in doc.chunks], joins.into, joins.aliases)
-        mark_joined(conn, [(document_id, hash_)])
+        mark_joined(conn, [(document_id, doc.content_hash)])
     return joins.merges
 
 
@@ -120,6 +115,8 @@ def join_documents(store: KnowledgeStore, document_ids: Sequence[str]) -> list[d
     for doc in to_join:
         merges.extend(join_document(store, doc))
     return merges
+
+
 def join_left_over(store: KnowledgeStore, scope: str,
                    source: str | None = None) -> list[dict[str, str]]:
     """At the end of a run: join every complete document of ``scope`` (``source``) that a
