@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -88,8 +89,20 @@ def release_own_claims(worker_id: str | None = None) -> int:
 Progress = Callable[[dict[str, int]], None]
 
 
-def check_workers(workers: int) -> None:
-    """``workers`` within 1..MAX_WORKERS, else a one-line ValueError."""
+# ``workers=None`` (the default): without an LLM, this many worker processes (at most one
+# per core) once at least AUTO_MIN_CHUNKS chunks are pending; otherwise one. Two keep two
+# cores busy (one worker extracts and embeds while the other resolves and writes in its
+# store turn, graph_flows.indexing.in_order); more than two wait on the turns. Fewer chunks
+# do not repay the start of the worker processes (about 5 s of CPU each for imports and
+# models). With an LLM, calls in flight belong in ``concurrency`` of one process.
+AUTO_WORKERS = 2
+AUTO_MIN_CHUNKS = 512
+
+
+def check_workers(workers: int | None) -> None:
+    """``workers`` None (automatic) or within 1..MAX_WORKERS, else a one-line ValueError."""
+    if workers is None:
+        return
     if isinstance(workers, bool) or not isinstance(workers, int) \
             or not 1 <= workers <= MAX_WORKERS:
         raise ValueError(f"workers must be a whole number from 1 to {MAX_WORKERS} (worker "
@@ -97,11 +110,22 @@ def check_workers(workers: int) -> None:
                          f"got {workers!r}")
 
 
+def auto_workers(llm_mode: bool, pending: int, cores: int | None = None) -> int:
+    """Worker processes of an ingest given no ``workers`` (see AUTO_WORKERS)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    if llm_mode or pending < AUTO_MIN_CHUNKS:
+        return 1
+    return max(1, min(AUTO_WORKERS, cores))
+
+
 def ingest(
-    inputs: dict[str, Any], context: IndexingContext, *, workers: int = 1,
+    inputs: dict[str, Any], context: IndexingContext, *, workers: int | None = None,
     on_progress: Progress | None = None, poll_s: float = 0.5, defer_index: bool = False,
 ) -> dict[str, Any]:
     """Run an ingest as `krag ingest` does (see the module docstring).
+
+    ``workers``: worker processes; None chooses (:func:`auto_workers`: without an LLM, two
+    on a machine of two cores or more for a load of AUTO_MIN_CHUNKS chunks or more).
 
     ``defer_index``: drop the HNSW vector indexes while extracting and rebuild them at the
     end (much faster for large loads; vector search scans meanwhile). Every ingest ends by
@@ -128,10 +152,17 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
     if defer_index:
         res.store.drop_vector_indexes()
     try:
-        if workers <= 1:
-            return run_indexing(inputs, context)
+        if workers == 1:
+            return {**run_indexing(inputs, context), "workers": 1}
+        # the document versions first (and failed chunks requeued), then the workers
         out = run_indexing({**inputs, "extract": False}, context)
         claim_source = sources[0] if len(sources) == 1 else None
+        if workers is None:
+            workers = auto_workers(res.llm_mode, pending_chunks(res.store, scope, sources))
+        out["workers"] = workers
+        if workers == 1:
+            return merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
+                                                   context))
         for part in spawn_workers(workers, scope, claim_source, context):
             out = merge_outputs(out, part)
         return out
@@ -142,6 +173,12 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         fill_injection_spans(res.store, scope)
         if poller:
             poller.stop()
+
+
+def pending_chunks(store: Any, scope: str, sources: Sequence[str]) -> int:
+    """Chunks of the scope (and sources) waiting for extraction."""
+    return sum(row.chunks.get("pending", 0)
+               for row in store.source_stats(scope, list(sources) or None))
 
 
 def refresh_term_stats(store: Any, scope: str) -> None:
