@@ -311,6 +311,40 @@ def test_two_krag_ingest_processes_build_the_one_process_graph(
         assert got[key] == want[key], key
 
 
+@pytest.mark.slow
+def test_no_llm_workers_build_the_one_process_graph(
+        empty_db_url: str, other_empty_db_url: str, tmp_path: Path,
+        server: ContentLLMServer) -> None:
+    """Without an LLM, `krag ingest --workers 2` (two spawned processes taking store turns,
+    graph_flows.indexing.in_order) stores exactly what `--workers 1` stores: entities with
+    their names, summaries and aliases, relations, both provenance tables, synonym edges."""
+    corpus = copy_corpus(tmp_path, tuple(p.name for p in sorted(SAMPLE.glob("*.md"))))
+    server.latency = 0.1  # each batch waits on its embedding calls: both workers get work
+    reports, graphs = [], []
+    for url, workers in ((empty_db_url, "1"), (other_empty_db_url, "2")):
+        env = {**os.environ, **llm_env(url, tmp_path / f"w{workers}", server),
+               "KRAG_CHAT_MODEL": "none"}
+        done = subprocess.run(krag_cmd("ingest", str(corpus), "--workers", workers,
+                                       "--batch-size", "2", "--json"),
+                              env=env, cwd=tmp_path, capture_output=True, timeout=900)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        reports.append(json.loads(done.stdout))
+        graphs.append({**snapshot(url), "aliases": query(
+            url, "SELECT id, aliases FROM entities ORDER BY id"), "synonyms": query(
+            url, "SELECT * FROM entity_synonyms ORDER BY 1, 2")})
+    one, two = graphs
+    assert [r["mode"] for r in reports] == ["no-llm", "no-llm"]
+    assert [r["workers"] for r in reports] == [1, 2]
+    chunks = len(one["chunks"])
+    assert chunks > 10 and reports[1]["chunks"]["completed"] == chunks
+    assert len(query(other_empty_db_url, "SELECT DISTINCT worker FROM extraction_status")) == 2
+    assert query(other_empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
+    assert len(one["entities"]) > 100 and len(one["synonyms"]) > 0
+    assert any(aliases for _, aliases in one["aliases"])  # short forms joined, as aliases
+    for key in one:
+        assert two[key] == one[key], key
+
+
 # -- status, remove, reembed ----------------------------------------------------------------
 def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: str,
                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
