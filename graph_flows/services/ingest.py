@@ -163,6 +163,11 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         if workers == 1:
             return merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
                                                    context))
+        if not res.llm_mode and not context.extraction_model:
+            # the workers build their resources from the environment: they extract as this
+            # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
+            # KRAG_CHAT_MODEL says)
+            context = replace(context, extraction_model="none")
         for part in spawn_workers(workers, scope, claim_source, context):
             out = merge_outputs(out, part)
         return out
