@@ -145,6 +145,18 @@ def test_worker_limits_hold_below_the_cli() -> None:
             runner.ingest({"texts": ["x"]}, IndexingContext(), workers=workers)
 
 
+def test_the_default_worker_count() -> None:
+    """No ``workers``: two processes without an LLM once enough chunks are pending (one per
+    core at most), else one; with an LLM one."""
+    big = runner.AUTO_MIN_CHUNKS
+    assert runner.auto_workers(False, big, cores=2) == 2
+    assert runner.auto_workers(False, big, cores=16) == runner.AUTO_WORKERS == 2
+    assert runner.auto_workers(False, big, cores=1) == 1
+    assert runner.auto_workers(False, big - 1, cores=2) == 1
+    assert runner.auto_workers(True, 100 * big, cores=2) == 1
+    runner.check_workers(None)  # automatic: no error
+
+
 def test_bad_files_are_reported_and_skipped(
         capsys: pytest.CaptureFixture[str], store: KnowledgeStore, tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
