@@ -3,7 +3,8 @@
 :func:`run_indexing` invokes the graph in this process with the request's resources
 (:func:`graph_flows.shared.resources.use_resources`; the extraction model comes from
 :mod:`graph_flows.indexing.resources`). :func:`ingest` is what `krag ingest` and the UI's
-upload use: one worker runs the whole graph here; N workers first store the document
+upload use: one worker runs the whole graph here; N workers (or no ``workers``: chosen
+once the documents are stored, :func:`auto_workers`) first store the document
 versions here (``extract=False``), then run :func:`run_indexing` in N worker processes (a
 ``multiprocessing`` spawn context: fresh interpreters that build their resources from the
 environment and exit normally, so the embedded PostgreSQL handle is released) that share the
