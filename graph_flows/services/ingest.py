@@ -169,8 +169,16 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
             # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
             # KRAG_CHAT_MODEL says)
             context = replace(context, extraction_model="none")
-        for part in spawn_workers(workers, scope, claim_source, context):
+        parts = spawn_workers(workers, scope, claim_source, context)
+        for part in parts:
             out = merge_outputs(out, part)
+        if any(part.get("worker_failed") for part in parts):
+            # a worker died (its pool stops the others): this process takes the dead
+            # workers' claims back and extracts what is left
+            log.warning("an ingest worker failed; extracting the rest in this process")
+            out = merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
+                                                  context))
+        out.pop("worker_failed", None)
         return out
     finally:
         res.store.create_vector_indexes()
@@ -224,7 +232,8 @@ def spawn_workers(
     n: int, scope: str, source: str | None, context: IndexingContext
 ) -> list[dict[str, Any]]:
     """Run :func:`worker_run` in ``n`` spawned processes to completion; their outputs (a
-    worker that failed or died is reported as a failure)."""
+    worker that failed or died is reported as a failure, its output marked
+    ``worker_failed``; a process that dies breaks the pool, which stops the others)."""
     context = replace(context, worker_id=None)  # each worker records its own <host>:<pid>
     with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
         futures = [pool.submit(worker_run, scope, source, context) for _ in range(n)]
@@ -234,7 +243,8 @@ def spawn_workers(
                 outputs.append(future.result())
             except Exception as exc:  # noqa: BLE001 - reported in the run's failures
                 log.warning("ingest worker %d failed", i, exc_info=True)
-                outputs.append({"failures": [{"uri": f"worker {i}",
+                outputs.append({"worker_failed": True,
+                                "failures": [{"uri": f"worker {i}",
                                               "reason": f"{type(exc).__name__}: {exc}"}]})
     return outputs
 

@@ -357,6 +357,34 @@ def test_no_llm_workers_build_the_one_process_graph(
         assert two[key] == one[key], key
 
 
+@pytest.mark.slow
+def test_a_no_llm_worker_killed_midway_leaves_no_chunk_behind(
+        empty_db_url: str, tmp_path: Path, server: ContentLLMServer) -> None:
+    """SIGKILL of one of two no-LLM workers: the other takes its claims back (it waits on no
+    dead worker's turn) and completes every chunk; the run reports the dead worker."""
+    import psutil
+
+    corpus = copy_corpus(tmp_path, tuple(p.name for p in sorted(SAMPLE.glob("*.md"))))
+    server.latency = 0.3  # slow batches: the kill lands mid-run
+    env = {**os.environ, **llm_env(empty_db_url, tmp_path, server), "KRAG_CHAT_MODEL": "none"}
+    proc = subprocess.Popen(krag_cmd("ingest", str(corpus), "--workers", "2", "--batch-size",
+                                     "2", "--json"), env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: completed_chunks(empty_db_url) >= 4 or proc.poll() is not None, 300,
+             "two completed batches")
+    workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+               if "spawn_main" in " ".join(c.cmdline())]
+    assert len(workers) == 2, [c.cmdline() for c in workers]
+    workers[0].kill()
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    report = json.loads(out)
+    assert any("worker" in f["uri"] for f in report["failures"]), report["failures"]
+    left = dict(query(empty_db_url, "SELECT status, count(*) FROM extraction_status GROUP BY 1"))
+    assert set(left) == {"completed"}, left
+    assert query(empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] <= 2
+
+
 # -- status, remove, reembed ----------------------------------------------------------------
 def test_status_remove_and_reembed(capsys: pytest.CaptureFixture[str], db_url: str,
                                    tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
