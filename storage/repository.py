@@ -21,6 +21,7 @@ from storage import (
     roles,
     scopes,
     stats,
+    turns,
     vectors,
     work,
 )
@@ -260,6 +261,12 @@ class KnowledgeStore:
         """Scopes that hold entities (see :func:`storage.scopes.held_scopes`)."""
         with self.engine.connect() as conn:
             return scopes.held_scopes(conn)
+
+    @contextmanager
+    def store_turn(self, **batch: Any) -> Iterator[turns.Turn]:
+        """Hold the scope's store turn for a batch (:func:`storage.turns.store_turn`)."""
+        with turns.store_turn(self.engine, **batch) as turn:
+            yield turn
 
     def release_worker_claims(self, worker: str) -> int:
         """Put chunks still claimed by ``worker`` back to pending; returns how many."""

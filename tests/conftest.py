@@ -4,6 +4,7 @@ from tests.llm_fixtures import llm_server  # noqa: F401
 from tests.pg_fixtures import (  # noqa: F401
     db_url,
     empty_db_url,
+    other_empty_db_url,
     pg_server_url,
     pg_template,
     store,

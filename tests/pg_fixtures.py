@@ -108,6 +108,19 @@ def empty_db_url(pg_server_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def other_empty_db_url(pg_server_url: str) -> Iterator[str]:
+    """A second fresh database with no schema (a test comparing two loads from scratch)."""
+    name = f"krag_e_{uuid.uuid4().hex[:12]}"
+    with _admin(pg_server_url) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield with_database(pg_server_url, name)
+    finally:
+        with _admin(pg_server_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
 def store(db_url: str) -> Iterator[KnowledgeStore]:
     """An open KnowledgeStore on a fresh database, connected as the application's role."""
     s = open_app_store(db_url)

@@ -46,15 +46,37 @@ def embed_texts(
 
 
 def embed_marked(
-    embeddings: Embeddings, resolved: dict[str, Any], batch_size: int
+    embeddings: Embeddings, resolved: dict[str, Any], batch_size: int,
+    ready: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Vectors by id of the resolved entities and relations marked ``embed`` (those the store
-    lacks, or whose text changed)."""
+    lacks, or whose text changed); texts in ``ready`` (text -> vector, from
+    :func:`embed_candidates`) are not embedded again."""
     todo = [e for e in resolved["entities"] if e["embed"]] + \
         [r for r in resolved["relations"] if r["embed"]]
     texts = [entity_text(x["name"]) if "name" in x else x["fact"] for x in todo]
-    found = embed_texts(embeddings, texts, batch_size)
-    return {x["id"]: vector for x, vector in zip(todo, found, strict=True)}
+    known = dict(ready or {})
+    missing = list(dict.fromkeys(t for t in texts if t not in known))
+    known.update(zip(missing, embed_texts(embeddings, missing, batch_size), strict=True))
+    return {x["id"]: known[t] for x, t in zip(todo, texts, strict=True)}
+
+
+def embed_candidates(
+    embeddings: Embeddings, validated: Sequence[dict[str, Any]], batch_size: int,
+) -> dict[str, list[float]]:
+    """Vectors (text -> vector) of what a batch's resolution can mark for embedding, computed
+    before it: every validated name and fact of the batch. Resolution then only embeds what
+    this missed (a stored entity's own spelling, when it has no vector yet), so a batch can
+    be embedded before its store turn (:mod:`graph_flows.indexing.in_order`).
+
+    Names already stored are embedded too: the int8 model quantises activations per run,
+    so a vector depends slightly on the other texts of its run, and only a set of texts
+    that does not depend on what other workers stored meanwhile gives the same vectors
+    (hence the same synonym edges) with one worker or several."""
+    texts = [entity_text(e["name"]) for c in validated for e in c["entities"]]
+    texts += [r["fact"] for c in validated for r in c["relations"]]
+    unique = list(dict.fromkeys(texts))
+    return dict(zip(unique, embed_texts(embeddings, unique, batch_size), strict=True))
 
 
 def reembed_all(

@@ -4,6 +4,7 @@ embeddings and writes to PostgreSQL, one claimed batch at a time.
     prepare -> sync_documents -> claim_batch -> extract -> validate -> resolve -> write
                                       ^                 |                        |
                                       |                 +-> store_and_extract_next (LLM mode)
+                                      |                 +-> store_in_order (no-LLM mode)
                                       +------------------------------------------+
 
 ``sync_documents`` stores each document version (unchanged documents add no work). The loop
@@ -20,6 +21,11 @@ while claiming and extracting the next batch on threads it owns
 (:mod:`graph_flows.indexing.ahead`), then loops on that batch, so the model is not idle
 while a batch is stored. The look-ahead ends inside that step too: a step failing while it
 stores stops it (no call starts after the failure) and puts the chunks claimed ahead back.
+
+Without an LLM, ``store_in_order`` replaces validate -> resolve -> write: it embeds the
+batch, then resolves and writes it in the scope's store turn, after every batch claimed
+before it (:mod:`graph_flows.indexing.in_order`), so worker processes sharing a scope keep
+the cores busy and still build the graph one process builds.
 
 ``write`` embeds the new or changed texts and writes them with the graph (embedding and
 writing are one node so vectors never enter the state, which a checkpointer such as
@@ -43,6 +49,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from graph_flows.indexing.ahead import store_and_extract_next
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.indexing.in_order import store_in_order
 from graph_flows.indexing.nodes import (
     claim_batch,
     extract,
@@ -70,9 +77,14 @@ def after_claim(state: IndexingState) -> Literal["extract", "__end__"]:
     return "extract" if state["batch"] else END
 
 
-def after_extract(state: IndexingState) -> Literal["validate", "store_and_extract_next"]:
-    """Store the batch step by step, or while the next one is extracted (LLM mode)."""
-    return "store_and_extract_next" if state.get("look_ahead") else "validate"
+def after_extract(
+    state: IndexingState,
+) -> Literal["validate", "store_and_extract_next", "store_in_order"]:
+    """Store the batch while the next one is extracted (LLM mode), in its store turn
+    (no-LLM mode: workers share the cores), or step by step."""
+    if state.get("look_ahead"):
+        return "store_and_extract_next"
+    return "store_in_order" if state.get("mode") == "no-llm" else "validate"
 
 
 def after_store(state: IndexingState) -> Literal["store_and_extract_next", "claim_batch"]:
@@ -99,7 +111,7 @@ builder = StateGraph(IndexingState, context_schema=IndexingContext,
 _in_scope = scoped_node(lambda state: state.get("claim_scope") or state.get("scope"))
 for node in (prepare, sync_documents, validate):
     builder.add_node(_in_scope(node))
-for node in (claim_batch, extract, resolve, write, store_and_extract_next):
+for node in (claim_batch, extract, resolve, write, store_and_extract_next, store_in_order):
     builder.add_node(_in_scope(node), retry_policy=DB_RETRY)
 builder.add_edge(START, "prepare")
 builder.add_edge("prepare", "sync_documents")
@@ -107,7 +119,8 @@ builder.add_conditional_edges("sync_documents", after_sync)
 builder.add_conditional_edges("claim_batch", after_claim)
 builder.add_conditional_edges("extract", after_extract)
 builder.add_conditional_edges("store_and_extract_next", after_store)
-for a, b in (("validate", "resolve"), ("resolve", "write"), ("write", "claim_batch")):
+for a, b in (("validate", "resolve"), ("resolve", "write"), ("write", "claim_batch"),
+             ("store_in_order", "claim_batch")):
     builder.add_edge(a, b)
 
 graph = refuse_unknown_keys(builder.compile(name="indexing"), InputState).with_config(

@@ -184,7 +184,8 @@ def resolve(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Embed what the store lacks, then one transaction: upsert the batch's graph and mark its
     chunks completed; compute the new entities' synonym edges; fail the chunks whose
-    extraction failed; store the batch's chunk vectors and instruction-like spans.
+    extraction failed; join the short forms of the documents the batch completed; store the
+    batch's chunk vectors and instruction-like spans.
 
     The chunk texts are embedded on a thread of this step while the graph is written (the
     model and PostgreSQL then use the two cores at once); the thread ends inside the step.
@@ -192,31 +193,36 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """
     ctx = context_of(runtime)
     res = get_resources(ctx)
-    data = state["resolved"]
-    vectors = embed_marked(res.embeddings, data, ctx.embed_batch_size)
-    outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
+    vectors = embed_marked(res.embeddings, state["resolved"], ctx.embed_batch_size)
     with ThreadPoolExecutor(1, thread_name_prefix="chunk-vectors") as pool:
-        chunk_vectors = pool.submit(_chunk_vectors, res.embeddings, state["batch"],
+        chunk_vectors = pool.submit(chunk_vectors_of, res.embeddings, state["batch"],
                                     ctx.embed_batch_size)
-        # Longer descriptions of stored entities first: idempotent, so a crash before the
-        # graph write below only means the chunks are extracted again, with the same result.
-        with res.store.transaction() as conn:
-            prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
-                                           for e in data["entities"] if e["longer_summary"]])
-        res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
-                              [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
-                              completed=outcomes)
-        # Synonym edges of the batch's new entities, once committed: of two workers writing
-        # near names at once, the later one's computation finds the other's entities.
-        with res.store.transaction() as conn:
-            synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
-        failures = _fail_chunks(res.store, state["batch"], state["extractions"])
+        written = write_resolved(state, ctx, vectors)
         found = chunk_vectors.result()
-    # The batch's passages as retrievable evidence: only chunks still lacking a vector, so a
-    # rerun writes nothing and `krag reembed` repairs a run that died right here.
-    # Their instruction-like spans too, withheld from every reader of the passage.
+    store_chunk_evidence(res.store, found)
+    return written
+
+
+def write_resolved(state: IndexingState, ctx: IndexingContext,
+                   vectors: dict[str, list[float]]) -> dict[str, Any]:
+    """The part of ``write`` that reads and writes the graph (``vectors``: by entity and
+    relation id, those :func:`embed_marked` computed): what must happen in claim order."""
+    res = get_resources(ctx)
+    data = state["resolved"]
+    outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
+    # Longer descriptions of stored entities first: idempotent, so a crash before the
+    # graph write below only means the chunks are extracted again, with the same result.
     with res.store.transaction() as conn:
-        fill_chunk_evidence(conn, found, scan_chunk)
+        prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
+                                       for e in data["entities"] if e["longer_summary"]])
+    res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
+                          [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
+                          completed=outcomes)
+    # Synonym edges of the batch's new entities, once committed: of two workers writing
+    # near names at once, the later one's computation finds the other's entities.
+    with res.store.transaction() as conn:
+        synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
+    failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     # documents this batch completed: their short forms joined into their full names
     joined = join_documents(res.store, sorted({c["document_id"] for c in state["batch"]
                                                if c.get("document_id")})) \
@@ -229,6 +235,14 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
             "chunks": {"completed": len(outcomes), "failed": len(failures)}}
 
 
+def store_chunk_evidence(store: KnowledgeStore, found: dict[str, list[float]]) -> None:
+    """The batch's passages as retrievable evidence: only chunks still lacking a vector, so
+    a rerun writes nothing and `krag reembed` repairs a run that died right here. Their
+    instruction-like spans too, withheld from every reader of the passage."""
+    with store.transaction() as conn:
+        fill_chunk_evidence(conn, found, scan_chunk)
+
+
 # -- helpers --------------------------------------------------------------------------------
 def claim_chunks(store: KnowledgeStore, state: IndexingState, ctx: IndexingContext,
                  worker: str | None = None) -> list[dict[str, Any]]:
@@ -239,8 +253,8 @@ def claim_chunks(store: KnowledgeStore, state: IndexingState, ctx: IndexingConte
     work = store.claim_chunks(ctx.batch_size, worker or state["worker"],
                               scope=state["claim_scope"],
                               source=state.get("claim_source"), stale_after_s=ctx.stale_after_s)
-    return [{"id": w.id, "document_id": w.document_id, "text": w.text, "scope": w.scope,
-             "source": w.source, "uri": w.uri} for w in work]
+    return [{"id": w.id, "document_id": w.document_id, "ordinal": w.ordinal, "text": w.text,
+             "scope": w.scope, "source": w.source, "uri": w.uri} for w in work]
 
 
 @dataclass
@@ -279,8 +293,8 @@ class _SyncTally:
         self.failures.append({"uri": uri, "reason": reason})
 
 
-def _chunk_vectors(embeddings: Embeddings, batch: list[dict[str, Any]],
-                   batch_size: int) -> dict[str, list[float]]:
+def chunk_vectors_of(embeddings: Embeddings, batch: list[dict[str, Any]],
+                     batch_size: int) -> dict[str, list[float]]:
     """Vectors of the batch's chunk texts by chunk id."""
     return dict(zip([c["id"] for c in batch],
                     embed_texts(embeddings, [c["text"] for c in batch], batch_size),

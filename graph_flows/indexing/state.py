@@ -91,7 +91,7 @@ class IndexingState(InputState, OutputState):
     """Extract the next batch while this one is stored (LLM mode with the context's
     ``look_ahead``; :mod:`graph_flows.indexing.ahead`)."""
     batch: list[dict[str, Any]]
-    """Chunks claimed for this batch: {id, document_id, text, scope, source, uri}."""
+    """Chunks claimed for this batch: {id, document_id, ordinal, text, scope, source, uri}."""
     extractions: list[dict[str, Any]]
     """Per chunk: {chunk_id, extraction | None, error, llm_calls, input_tokens, output_tokens}."""
     validated: list[dict[str, Any]]

@@ -3,7 +3,8 @@
 :func:`run_indexing` invokes the graph in this process with the request's resources
 (:func:`graph_flows.shared.resources.use_resources`; the extraction model comes from
 :mod:`graph_flows.indexing.resources`). :func:`ingest` is what `krag ingest` and the UI's
-upload use: one worker runs the whole graph here; N workers first store the document
+upload use: one worker runs the whole graph here; N workers (or no ``workers``: chosen
+once the documents are stored, :func:`auto_workers`) first store the document
 versions here (``extract=False``), then run :func:`run_indexing` in N worker processes (a
 ``multiprocessing`` spawn context: fresh interpreters that build their resources from the
 environment and exit normally, so the embedded PostgreSQL handle is released) that share the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -88,8 +90,20 @@ def release_own_claims(worker_id: str | None = None) -> int:
 Progress = Callable[[dict[str, int]], None]
 
 
-def check_workers(workers: int) -> None:
-    """``workers`` within 1..MAX_WORKERS, else a one-line ValueError."""
+# ``workers=None`` (the default): without an LLM, this many worker processes (at most one
+# per core) once at least AUTO_MIN_CHUNKS chunks are pending; otherwise one. Two keep two
+# cores busy (one worker extracts and embeds while the other resolves and writes in its
+# store turn, graph_flows.indexing.in_order); more than two wait on the turns. Fewer chunks
+# do not repay the start of the worker processes (about 5 s of CPU each for imports and
+# models). With an LLM, calls in flight belong in ``concurrency`` of one process.
+AUTO_WORKERS = 2
+AUTO_MIN_CHUNKS = 512
+
+
+def check_workers(workers: int | None) -> None:
+    """``workers`` None (automatic) or within 1..MAX_WORKERS, else a one-line ValueError."""
+    if workers is None:
+        return
     if isinstance(workers, bool) or not isinstance(workers, int) \
             or not 1 <= workers <= MAX_WORKERS:
         raise ValueError(f"workers must be a whole number from 1 to {MAX_WORKERS} (worker "
@@ -97,11 +111,22 @@ def check_workers(workers: int) -> None:
                          f"got {workers!r}")
 
 
+def auto_workers(llm_mode: bool, pending: int, cores: int | None = None) -> int:
+    """Worker processes of an ingest given no ``workers`` (see AUTO_WORKERS)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    if llm_mode or pending < AUTO_MIN_CHUNKS:
+        return 1
+    return max(1, min(AUTO_WORKERS, cores))
+
+
 def ingest(
-    inputs: dict[str, Any], context: IndexingContext, *, workers: int = 1,
+    inputs: dict[str, Any], context: IndexingContext, *, workers: int | None = None,
     on_progress: Progress | None = None, poll_s: float = 0.5, defer_index: bool = False,
 ) -> dict[str, Any]:
     """Run an ingest as `krag ingest` does (see the module docstring).
+
+    ``workers``: worker processes; None chooses (:func:`auto_workers`: without an LLM, two
+    on a machine of two cores or more for a load of AUTO_MIN_CHUNKS chunks or more).
 
     ``defer_index``: drop the HNSW vector indexes while extracting and rebuild them at the
     end (much faster for large loads; vector search scans meanwhile). Every ingest ends by
@@ -128,12 +153,32 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
     if defer_index:
         res.store.drop_vector_indexes()
     try:
-        if workers <= 1:
-            return run_indexing(inputs, context)
+        if workers == 1:
+            return {**run_indexing(inputs, context), "workers": 1}
+        # the document versions first (and failed chunks requeued), then the workers
         out = run_indexing({**inputs, "extract": False}, context)
         claim_source = sources[0] if len(sources) == 1 else None
-        for part in spawn_workers(workers, scope, claim_source, context):
+        if workers is None:
+            workers = auto_workers(res.llm_mode, pending_chunks(res.store, scope, sources))
+        out["workers"] = workers
+        if workers == 1:
+            return merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
+                                                   context))
+        if not res.llm_mode and not context.extraction_model:
+            # the workers build their resources from the environment: they extract as this
+            # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
+            # KRAG_CHAT_MODEL says)
+            context = replace(context, extraction_model="none")
+        parts = spawn_workers(workers, scope, claim_source, context)
+        for part in parts:
             out = merge_outputs(out, part)
+        if any(part.get("worker_failed") for part in parts):
+            # a worker died (its pool stops the others): this process takes the dead
+            # workers' claims back and extracts what is left
+            log.warning("an ingest worker failed; extracting the rest in this process")
+            out = merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
+                                                  context))
+        out.pop("worker_failed", None)
         return out
     finally:
         res.store.create_vector_indexes()
@@ -142,6 +187,12 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         fill_injection_spans(res.store, scope)
         if poller:
             poller.stop()
+
+
+def pending_chunks(store: Any, scope: str, sources: Sequence[str]) -> int:
+    """Chunks of the scope (and sources) waiting for extraction."""
+    return sum(row.chunks.get("pending", 0)
+               for row in store.source_stats(scope, list(sources) or None))
 
 
 def refresh_term_stats(store: Any, scope: str) -> None:
@@ -181,7 +232,8 @@ def spawn_workers(
     n: int, scope: str, source: str | None, context: IndexingContext
 ) -> list[dict[str, Any]]:
     """Run :func:`worker_run` in ``n`` spawned processes to completion; their outputs (a
-    worker that failed or died is reported as a failure)."""
+    worker that failed or died is reported as a failure, its output marked
+    ``worker_failed``; a process that dies breaks the pool, which stops the others)."""
     context = replace(context, worker_id=None)  # each worker records its own <host>:<pid>
     with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
         futures = [pool.submit(worker_run, scope, source, context) for _ in range(n)]
@@ -191,7 +243,8 @@ def spawn_workers(
                 outputs.append(future.result())
             except Exception as exc:  # noqa: BLE001 - reported in the run's failures
                 log.warning("ingest worker %d failed", i, exc_info=True)
-                outputs.append({"failures": [{"uri": f"worker {i}",
+                outputs.append({"worker_failed": True,
+                                "failures": [{"uri": f"worker {i}",
                                               "reason": f"{type(exc).__name__}: {exc}"}]})
     return outputs
 

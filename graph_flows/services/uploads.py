@@ -71,7 +71,9 @@ def ingest_uploads(
         path.write_bytes(data)
         paths.append(str(path))
     with use_resources(resources):
-        out = runner.ingest({"paths": paths, "scope": scope}, IndexingContext(),
+        # one process: the upload's resources are this request's, which worker processes
+        # (built from the environment) would not share
+        out = runner.ingest({"paths": paths, "scope": scope}, IndexingContext(), workers=1,
                             on_progress=on_progress, poll_s=poll_s)
     skipped = {file_name(str(f.get("uri", ""))) for f in out.get("failures") or []
                if not f.get("chunk_id")}

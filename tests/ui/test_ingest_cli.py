@@ -145,6 +145,18 @@ def test_worker_limits_hold_below_the_cli() -> None:
             runner.ingest({"texts": ["x"]}, IndexingContext(), workers=workers)
 
 
+def test_the_default_worker_count() -> None:
+    """No ``workers``: two processes without an LLM once enough chunks are pending (one per
+    core at most), else one; with an LLM one."""
+    big = runner.AUTO_MIN_CHUNKS
+    assert runner.auto_workers(False, big, cores=2) == 2
+    assert runner.auto_workers(False, big, cores=16) == runner.AUTO_WORKERS == 2
+    assert runner.auto_workers(False, big, cores=1) == 1
+    assert runner.auto_workers(False, big - 1, cores=2) == 1
+    assert runner.auto_workers(True, 100 * big, cores=2) == 1
+    runner.check_workers(None)  # automatic: no error
+
+
 def test_bad_files_are_reported_and_skipped(
         capsys: pytest.CaptureFixture[str], store: KnowledgeStore, tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
@@ -309,6 +321,68 @@ def test_two_krag_ingest_processes_build_the_one_process_graph(
     assert len(want["entities"]) > 20 and len(want["relations"]) > 5
     for key in want:
         assert got[key] == want[key], key
+
+
+@pytest.mark.slow
+def test_no_llm_workers_build_the_one_process_graph(
+        empty_db_url: str, other_empty_db_url: str, tmp_path: Path,
+        server: ContentLLMServer) -> None:
+    """Without an LLM, `krag ingest --workers 2` (two spawned processes taking store turns,
+    graph_flows.indexing.in_order) stores exactly what `--workers 1` stores: entities with
+    their names, summaries and aliases, relations, both provenance tables, synonym edges."""
+    corpus = copy_corpus(tmp_path, tuple(p.name for p in sorted(SAMPLE.glob("*.md"))))
+    server.latency = 0.1  # each batch waits on its embedding calls: both workers get work
+    reports, graphs = [], []
+    for url, workers in ((empty_db_url, "1"), (other_empty_db_url, "2")):
+        env = {**os.environ, **llm_env(url, tmp_path / f"w{workers}", server),
+               "KRAG_CHAT_MODEL": "none"}
+        done = subprocess.run(krag_cmd("ingest", str(corpus), "--workers", workers,
+                                       "--batch-size", "2", "--json"),
+                              env=env, cwd=tmp_path, capture_output=True, timeout=900)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        reports.append(json.loads(done.stdout))
+        graphs.append({**snapshot(url), "aliases": query(
+            url, "SELECT id, aliases FROM entities ORDER BY id"), "synonyms": query(
+            url, "SELECT * FROM entity_synonyms ORDER BY 1, 2")})
+    one, two = graphs
+    assert [r["mode"] for r in reports] == ["no-llm", "no-llm"]
+    assert [r["workers"] for r in reports] == [1, 2]
+    chunks = len(one["chunks"])
+    assert chunks > 10 and reports[1]["chunks"]["completed"] == chunks
+    assert len(query(other_empty_db_url, "SELECT DISTINCT worker FROM extraction_status")) == 2
+    assert query(other_empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
+    assert len(one["entities"]) > 100 and len(one["synonyms"]) > 0
+    assert any(aliases for _, aliases in one["aliases"])  # short forms joined, as aliases
+    for key in one:
+        assert two[key] == one[key], key
+
+
+@pytest.mark.slow
+def test_a_no_llm_worker_killed_midway_leaves_no_chunk_behind(
+        empty_db_url: str, tmp_path: Path, server: ContentLLMServer) -> None:
+    """SIGKILL of one of two no-LLM workers: the other takes its claims back (it waits on no
+    dead worker's turn) and completes every chunk; the run reports the dead worker."""
+    import psutil
+
+    corpus = copy_corpus(tmp_path, tuple(p.name for p in sorted(SAMPLE.glob("*.md"))))
+    server.latency = 0.3  # slow batches: the kill lands mid-run
+    env = {**os.environ, **llm_env(empty_db_url, tmp_path, server), "KRAG_CHAT_MODEL": "none"}
+    proc = subprocess.Popen(krag_cmd("ingest", str(corpus), "--workers", "2", "--batch-size",
+                                     "2", "--json"), env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    wait_for(lambda: completed_chunks(empty_db_url) >= 4 or proc.poll() is not None, 300,
+             "two completed batches")
+    workers = [c for c in psutil.Process(proc.pid).children(recursive=True)
+               if "spawn_main" in " ".join(c.cmdline())]
+    assert len(workers) == 2, [c.cmdline() for c in workers]
+    workers[0].kill()
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-2000:]
+    report = json.loads(out)
+    assert any("worker" in f["uri"] for f in report["failures"]), report["failures"]
+    left = dict(query(empty_db_url, "SELECT status, count(*) FROM extraction_status GROUP BY 1"))
+    assert set(left) == {"completed"}, left
+    assert query(empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] <= 2
 
 
 # -- status, remove, reembed ----------------------------------------------------------------

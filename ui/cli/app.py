@@ -111,8 +111,11 @@ def ingest(
     = None,
     scope: Annotated[str | None, typer.Option(help="Knowledge scope (default: KRAG_SCOPE).")]
     = None,
-    workers: Annotated[int, typer.Option(min=1, max=MAX_WORKERS,
-                                         help="Worker processes sharing the chunks.")] = 1,
+    workers: Annotated[int | None, typer.Option(
+        min=1, max=MAX_WORKERS, show_default="auto",
+        help="Worker processes sharing the chunks. Default: without an LLM, 2 (one per core, "
+             "at most 2) once 512 chunks or more are pending, else 1; with an LLM, 1 (raise "
+             "--concurrency instead).")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed",
                                                help="Retry chunks that failed before.")] = False,
     chunk_size: Annotated[int, typer.Option(help="Chunk size in characters.")] = 1000,

@@ -42,13 +42,13 @@ def check_paths(paths: Sequence[Path]) -> list[str]:
 # -- ingest ---------------------------------------------------------------------------------
 def ingest(
     console: Console, err: Console, paths: Sequence[Path], *, source: str | None,
-    scope: str | None, workers: int, retry_failed: bool, context: IndexingContext,
+    scope: str | None, workers: int | None, retry_failed: bool, context: IndexingContext,
     as_json: bool = False, show_progress: bool = True, defer_index: bool = False,
     progress_every: float = DEFAULT_EVERY_S,
 ) -> dict[str, Any]:
     """`krag ingest`: run the indexing graph with progress on ``err`` (a live bar on a
     terminal, a plain line every ``progress_every`` seconds otherwise), then a summary."""
-    if not 1 <= workers <= MAX_WORKERS:
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise BadInputError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers}); "
                             "more machines can share one database (README)")
     if progress_every <= 0:
