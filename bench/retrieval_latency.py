@@ -10,9 +10,11 @@ Usage::
 Starts (or joins) the embedded PostgreSQL in its own data dir (default
 ``/tmp/krag-bench``, never in the repository), loads the graph of
 :mod:`bench.synthetic` into database ``krag_bench_<size>`` (its documents and chunks with
-their embeddings and full-text statistics too; ``--reuse`` keeps a database already loaded
-with the same parameters; with ``--defer-index`` a 100k-entity load took 11 minutes on the
-2 shared cores at load 12-15, see docs/bench/retrieval_1m.md). A load interrupted midway is
+their embeddings, instruction-like spans and full-text statistics too, as an ingest stores
+them; ``--reuse`` keeps a database already loaded with the same parameters, and scans the
+chunks of one loaded before the spans were stored, once; with ``--defer-index`` a
+100k-entity load took 11 minutes on the 2 shared cores at load 12-15, see
+docs/bench/retrieval_1m.md). A load interrupted midway is
 resumed by the same command; a second run on the same database stops with one line (an
 advisory lock held for the whole run). ``--no-prewarm --evict-cache --reuse`` is a cold
 pass. Then, in
@@ -645,10 +647,21 @@ def _prepare(server_url: str, dbname: str, params: dict[str, Any], reuse: bool,
             stored = conn.execute(text(
                 "SELECT value FROM krag_meta WHERE key = 'bench_params'")).scalar()
         if reuse and stored and json.loads(stored)["params"] == params:
-            log(f"reusing {dbname} (loaded {json.loads(stored)['loaded_at']})")
+            record = json.loads(stored)
+            log(f"reusing {dbname} (loaded {record['loaded_at']})")
             # a graph loaded before the synonym edges were stored (migration 0011) gets them
             log(f"synonym edges: {synthetic.fill_synonyms(store, synthetic.SCOPE):.1f} s")
-            return store, {**json.loads(stored)["load"], "reused": True}
+            if "injection_spans_s" not in record["load"]:
+                # loaded before the loader stored the chunks' spans: scanned once, recorded
+                record["load"]["injection_spans_s"] = round(synthetic.fill_injection_spans(
+                    store, synthetic.SCOPE, workers=workers, rebuild=True,
+                    maintenance_work_mem=maintenance_work_mem, log=log), 2)
+                log(f"injection spans: {record['load']['injection_spans_s']} s")
+                with store.transaction() as conn:
+                    conn.execute(text("UPDATE krag_meta SET value = :v "
+                                      "WHERE key = 'bench_params'"),
+                                 {"v": json.dumps(record)})
+            return store, {**record["load"], "reused": True}
         progress = synthetic.LoadProgress(store, params)
         if not progress.state or stored:
             progress = None

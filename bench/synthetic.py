@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from graph_flows.shared.threads import ContextThreadPool
+from graph_flows.shared.untrusted import scan_chunk
 from storage import (
     DocumentIn,
     EntityIn,
@@ -49,6 +50,7 @@ from storage import (
     deferred_indexes,
     fulltext,
     ids,
+    injection_spans,
     synonyms,
 )
 from storage.documents import chunk_ids_for
@@ -590,7 +592,8 @@ def load_graph(
 ) -> dict[str, Any]:
     """Write the documents and chunks of :func:`chunk_layout` (``sync_document``), then the
     graph through ``KnowledgeStore.write_graph`` (COPY), entities first, then every chunk's
-    embedding (:func:`chunk_vectors`, COPY + one UPDATE per batch).
+    embedding (:func:`chunk_vectors`) with its instruction-like spans, as an ingest stores
+    them (COPY + one UPDATE per batch; :func:`fill_injection_spans` for any left without).
 
     With ``rebuild_indexes`` the HNSW and GIN indexes are dropped before the load and built
     after it with ``maintenance_work_mem = 1GB`` and 2 parallel workers, then ANALYZE; last
@@ -681,16 +684,19 @@ def load_graph(
     times["relations_s"] = time.perf_counter() - t2
     del ent_vecs
     t3 = time.perf_counter()
+    texts = [t for _, part in layout.documents for t in part]  # in chunk_ids' order
     for n, (start, stop) in enumerate(_batches(len(layout.chunk_ids), batch_size)):
         if n < progress.done("chunk_vectors"):
             continue
         vecs = chunk_vectors(graph, chunk_sums, start, stop)
-        writers.submit(_write_chunk_vectors, store, layout.chunk_ids[start:stop], vecs,
-                       done=progress.marker("chunk_vectors", n + 1))
+        writers.submit(_write_chunk_evidence, store, layout.chunk_ids[start:stop], vecs,
+                       texts[start:stop], done=progress.marker("chunk_vectors", n + 1))
         say(f"chunk vectors {stop:,}/{len(layout.chunk_ids):,} "
             f"({time.perf_counter() - t3:.0f} s)")
     writers.drain()
     times["chunk_vectors_s"] = time.perf_counter() - t3
+    # chunks an older loader (or an interrupted one) wrote without their spans
+    times["injection_spans_s"] = fill_injection_spans(store, scope, workers=workers, log=say)
     if progress.done("indexes"):
         pass
     elif defer_index:
@@ -796,10 +802,69 @@ def _sync_documents(store: KnowledgeStore, docs: list[tuple[DocumentIn, list[str
         store.sync_document(doc, texts)
 
 
-def _write_chunk_vectors(store: KnowledgeStore, chunk_ids: list[str], vecs: np.ndarray
-                         ) -> None:
+def _write_chunk_evidence(store: KnowledgeStore, chunk_ids: list[str], vecs: np.ndarray,
+                          texts: list[str]) -> None:
+    """The chunks' vectors and their instruction-like spans (the scanner an ingest stores
+    them with: graph_flows.shared.untrusted.scan_chunk), in one UPDATE."""
+    spans = [scan_chunk(t) for t in texts]
     with store.transaction() as conn:
-        bulk_vectors.copy_vectors(conn, "chunks", zip(chunk_ids, vecs, strict=True))
+        bulk_vectors.copy_chunk_evidence(conn, zip(chunk_ids, vecs, spans, strict=True))
+
+
+def _scan_page(store: KnowledgeStore, chunk_ids: list[str]) -> None:
+    with store.transaction() as conn:
+        injection_spans.fill(conn, scan_chunk, chunk_ids=chunk_ids)
+
+
+SPAN_PAGE = 1_000  # chunks scanned per transaction by fill_injection_spans
+# above this many chunks to scan, fill_injection_spans(rebuild=True) drops the chunks'
+# secondary indexes for the pass and builds them once after: every UPDATE writes a new row
+# version (the pages are full: no HOT update), each costing an HNSW insert and a GIN entry
+SPAN_REBUILD_OVER = 50_000
+
+
+def fill_injection_spans(store: KnowledgeStore, scope: str, *, workers: int = 1,
+                         page: int | None = None, rebuild: bool = False,
+                         maintenance_work_mem: str = "1GB", log: Any = None) -> float:
+    """Scan the chunks of ``scope`` not scanned yet for instruction-like text and store the
+    spans (storage.injection_spans), as an ingest stores them for every chunk
+    (graph_flows.services.ingest.fill_injection_spans): ``page`` (:data:`SPAN_PAGE`) chunks
+    per transaction, by ``workers`` threads; seconds taken. Only chunks whose spans are
+    missing are scanned, so an interrupted pass resumes where it stopped. Without the spans
+    the queries scan each passage they return (a cost an ingested store does not have).
+
+    With ``rebuild`` (a loaded database: its chunks' indexes exist) and more than
+    :data:`SPAN_REBUILD_OVER` chunks to scan, the chunks' secondary indexes are dropped
+    first (:mod:`storage.deferred_indexes`: their definitions saved, so an interrupted pass
+    still builds them), then the table is compacted (``VACUUM FULL``: every row was
+    rewritten) and the indexes built once, with ``maintenance_work_mem``."""
+    say = log or (lambda *_: None)
+    start = time.perf_counter()
+    with store.connect() as conn:
+        todo = injection_spans.unscanned_ids(conn, [scope])
+        pending = rebuild and bool(deferred_indexes.saved(conn))  # an interrupted pass's
+    rebuild = pending or (rebuild and len(todo) > SPAN_REBUILD_OVER)
+    if not todo and not rebuild:
+        return time.perf_counter() - start
+    if rebuild:
+        with store.connect(autocommit=True) as conn:  # DDL: as the table's owner
+            dropped = deferred_indexes.drop(conn, ("chunks",))
+        say(f"dropped for the pass: {', '.join(sorted(dropped))}")
+    say(f"scanning {len(todo):,} chunks for instruction-like text")
+    writers = _Writers(workers)
+    for n, (a, b) in enumerate(_batches(len(todo), page or SPAN_PAGE)):
+        writers.submit(_scan_page, store, todo[a:b])
+        if n % 50 == 49:
+            say(f"injection spans {b:,}/{len(todo):,} ({time.perf_counter() - start:.0f} s)")
+    writers.close()
+    if rebuild:
+        with store.connect(autocommit=True) as conn:
+            t = time.perf_counter()
+            conn.exec_driver_sql("VACUUM FULL chunks")
+            say(f"VACUUM FULL chunks: {time.perf_counter() - t:.1f} s")
+            deferred_indexes.build(conn, maintenance_work_mem=maintenance_work_mem, log=say)
+            conn.exec_driver_sql("ANALYZE chunks")
+    return time.perf_counter() - start
 
 
 def _fill_page(store: KnowledgeStore, ids_: list[str]) -> None:

@@ -2,6 +2,9 @@
 
 For loads of many rows at once (the synthetic benchmark graph); ``storage.vectors``
 ``write_vectors`` does the same one UPDATE per row, which suits ``krag reembed``'s pages.
+:func:`copy_chunk_evidence` writes a chunk's vector and its instruction-like spans
+(storage.injection_spans) in the same UPDATE, as ``storage.evidence.fill_chunk_evidence``
+does for an ingest: one new row version per chunk.
 """
 
 from __future__ import annotations
@@ -26,3 +29,18 @@ def copy_vectors(
     return conn.execute(text(
         f"UPDATE {table} t SET embedding = s.v "
         "FROM stage_vectors s WHERE t.id = s.id")).rowcount
+
+
+def copy_chunk_evidence(
+    conn: Connection, rows: Iterable[tuple[str, Sequence[float], Sequence[int]]]
+) -> int:
+    """Set the embedding and the injection spans (flat offsets, ``[]`` for a clean chunk:
+    storage.injection_spans) of each (chunk id, vector, spans) on ``conn``'s transaction, one
+    UPDATE for all; returns how many chunks were updated (unknown ids are ignored)."""
+    stage(conn, "stage_chunk_evidence", "id text, v vector, spans integer[]",
+          ("id", "v", "spans"),
+          ((i, as_vector(v), [int(x) for x in spans]) for i, v, spans in rows),
+          ("text", "vector", "int4[]"))
+    return conn.execute(text(
+        "UPDATE chunks t SET embedding = s.v, injection_spans = s.spans "
+        "FROM stage_chunk_evidence s WHERE t.id = s.id")).rowcount

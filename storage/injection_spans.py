@@ -43,6 +43,16 @@ def fill(conn: Connection, scan: Scanner, *, chunk_ids: Sequence[str] | None = N
         after = rows[-1].id
 
 
+def unscanned_ids(conn: Connection, scope_names: Sequence[str] | None = None) -> list[str]:
+    """Ids of the chunks not scanned yet (of the documents of ``scope_names`` when given),
+    in id order: the pages a bulk :func:`fill` over many transactions walks."""
+    return list(conn.execute(text(
+        "SELECT c.id FROM chunks c WHERE c.injection_spans IS NULL "
+        "AND (CAST(:s AS text[]) IS NULL OR c.document_id IN "
+        "     (SELECT d.id FROM documents d WHERE d.scope = ANY(:s))) ORDER BY c.id"),
+        {"s": None if scope_names is None else list(scope_names)}).scalars())
+
+
 def reset(conn: Connection) -> int:
     """Forget every chunk's spans (to scan again with a newer detector); returns how many."""
     return conn.execute(text(
