@@ -348,6 +348,45 @@ def test_substring_search_returns_the_rows_in_physical_order_whatever_the_branch
 
 
 @pytest.mark.slow
+def test_alias_links_of_the_neighbourhood_are_found_through_their_indexes(
+        big_store: KnowledgeStore) -> None:
+    """The neighbourhood's alias link (an entity holding a seed's name among its aliases, or
+    named by one of the seed's aliases) is looked up by the aliases' GIN index and the
+    scope + name index, never by the primary key in order with the condition as a filter:
+    that plan, chosen under the link's ORDER BY id LIMIT, reads every entity when nothing
+    matches (1.6 s per seed at 1M entities). The old statement took it here too."""
+    from storage import evidence
+
+    with big_store.connect() as conn:
+        seeds = list(conn.execute(text("SELECT id FROM entities ORDER BY id LIMIT 3")).scalars())
+        plan = "\n".join(conn.execute(text("EXPLAIN " + evidence._NEIGHBOURHOOD), {
+            "ids": seeds, "chunks": [], "s": ["default"], "per": 20, "syn_min": 0.9,
+            "syn_k": 5, "as_of": None}).scalars())
+        found = evidence.neighbourhood(conn, ["default"], seeds, [], synonyms=5)
+    lines = plan.splitlines()
+    filtered_by_key = [line for i, line in enumerate(lines[1:], 1)
+                       if "aliases @>" in line and "Filter" in line
+                       and "entities_pkey" in lines[i - 1]]
+    assert not filtered_by_key, plan
+    assert "entities_aliases_gin" in plan and "entities_scope_name_idx" in plan, plan
+    assert found.synonyms == []  # none of these names is another's alias
+    # a name one document joined into a fuller one, still an entity of its own elsewhere:
+    # linked both ways, in scope only
+    (c1,) = big_store.sync_document(doc("bridge.md", "Paul Robeson sang."), ["x"]).new_chunk_ids
+    big_store.write_graph([
+        EntityIn("Paul Robeson", "person", "default", "", 0.9, None, (c1,), ("Robeson",)),
+        EntityIn("Robeson", "person", "default", "", 0.9, None, (c1,)),
+        EntityIn("Robeson", "person", "other", "", 0.9, None, ())], [])
+    full, short = (ids.entity_id(n, "person", "default") for n in ("Paul Robeson", "Robeson"))
+    with big_store.connect() as conn:
+        from_short = evidence.neighbourhood(conn, ["default"], [short], [], synonyms=5)
+        from_full = evidence.neighbourhood(conn, ["default"], [full], [], synonyms=5)
+        off = evidence.neighbourhood(conn, ["default"], [short], [], synonyms=0)
+    assert from_short.synonyms == [(short, full)] and from_full.synonyms == [(full, short)]
+    assert off.synonyms == []
+
+
+@pytest.mark.slow
 def test_name_substrings_are_found_through_the_index_under_a_limit(
         big_store: KnowledgeStore) -> None:
     """entity_like's substring branch is planned for all its rows (the GIN bitmap), not as
