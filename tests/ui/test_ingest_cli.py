@@ -382,7 +382,10 @@ def test_a_no_llm_worker_killed_midway_leaves_no_chunk_behind(
     assert any("worker" in f["uri"] for f in report["failures"]), report["failures"]
     left = dict(query(empty_db_url, "SELECT status, count(*) FROM extraction_status GROUP BY 1"))
     assert set(left) == {"completed"}, left
-    assert query(empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] <= 2
+    # at most three tries of a chunk: the killed worker's, the surviving worker's (it takes
+    # the dead worker's claims back while it waits for its turn; the broken pool then stops
+    # it, possibly mid-batch) and this process's, which finishes the rest
+    assert query(empty_db_url, "SELECT max(attempts) FROM extraction_status")[0][0] <= 3
 
 
 # -- status, remove, reembed ----------------------------------------------------------------
