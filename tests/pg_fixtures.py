@@ -8,6 +8,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -81,43 +82,39 @@ def whole_store_access() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _scratch_database(server_url: str, prefix: str, options: str = "") -> Iterator[str]:
+    """A database created for one test (``CREATE DATABASE ... options``), dropped after."""
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
+    with _admin(server_url) as conn:
+        conn.execute(f"CREATE DATABASE {name} {options}".rstrip())
+    try:
+        yield with_database(server_url, name)
+    finally:
+        with _admin(server_url) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
 def db_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     """A fresh, migrated database for one test (dropped afterwards)."""
-    name = f"krag_t_{uuid.uuid4().hex[:12]}"
-    with _admin(pg_server_url) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
-    try:
-        yield with_database(pg_server_url, name)
-    finally:
-        with _admin(pg_server_url) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with _scratch_database(pg_server_url, "krag_t_",
+                           f"TEMPLATE {pg_template} STRATEGY FILE_COPY") as url:
+        yield url
 
 
 @pytest.fixture
 def empty_db_url(pg_server_url: str) -> Iterator[str]:
     """A fresh database with no schema at all."""
-    name = f"krag_e_{uuid.uuid4().hex[:12]}"
-    with _admin(pg_server_url) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield with_database(pg_server_url, name)
-    finally:
-        with _admin(pg_server_url) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with _scratch_database(pg_server_url, "krag_e_") as url:
+        yield url
 
 
 @pytest.fixture
 def other_empty_db_url(pg_server_url: str) -> Iterator[str]:
     """A second fresh database with no schema (a test comparing two loads from scratch)."""
-    name = f"krag_e_{uuid.uuid4().hex[:12]}"
-    with _admin(pg_server_url) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    try:
-        yield with_database(pg_server_url, name)
-    finally:
-        with _admin(pg_server_url) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with _scratch_database(pg_server_url, "krag_e_") as url:
+        yield url
 
 
 @pytest.fixture
