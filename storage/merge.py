@@ -97,6 +97,19 @@ def mark_joined(conn: Connection, versions: Sequence[tuple[str, str]]) -> int:
         {"ids": [v[0] for v in versions], "hashes": [v[1] for v in versions]}).rowcount or 0
 
 
+def unmark_joined(conn: Connection, chunk_ids: Sequence[str]) -> int:
+    """Forget the join of the documents of ``chunk_ids`` (their graph was just written
+    again: a write retried after its batch's join re-adds the short forms the join moved),
+    so the next join of those documents decides again; joins are idempotent."""
+    if not chunk_ids:
+        return 0
+    return conn.execute(text("""
+        UPDATE documents SET names_joined = NULL
+        WHERE names_joined IS NOT NULL
+          AND id IN (SELECT document_id FROM chunks WHERE id = ANY(:ids))"""),
+        {"ids": list(chunk_ids)}).rowcount or 0
+
+
 _MOVED_RELATIONS = """
 SELECT r.id, r.scope, r.subject_id, r.object_id, r.predicate, r.predicate_text, r.attribute,
        r.fact, array_agg(p.chunk_id ORDER BY p.chunk_id) AS chunk_ids

@@ -15,6 +15,7 @@ from storage import (
     claims,
     documents,
     graph_writes,
+    merge,
     meta,
     migrate,
     resolution,
@@ -176,6 +177,7 @@ class KnowledgeStore:
             graph_writes.upsert_entities(conn, entities)
             graph_writes.upsert_relations(conn, relations)
             work.complete_chunks(conn, completed)
+            merge.unmark_joined(conn, [c.chunk_id for c in completed])
 
     # -- reads -----------------------------------------------------------------------------
     def similar_name_pairs(

@@ -214,3 +214,23 @@ def test_a_document_resolved_out_of_order_ends_as_a_clean_run(store: KnowledgeSt
     with use_resources(res):
         run("faulty")
     assert graph_by_name(store, "faulty") == graph_by_name(store, "clean")
+
+
+def test_a_write_retried_after_its_join_is_joined_again(store: KnowledgeStore) -> None:
+    """A batch's write retried after its documents were joined (the connection lost once
+    the join had committed) writes the short form again; the retry's join moves it again."""
+    from graph_flows.indexing.join_names import join_documents
+    from storage import ChunkOutcome, EntityIn
+
+    body = script("Paul Robeson sang. Robeson studied law in New York.",
+                  [("Paul Robeson", "person"), ("Robeson", "organization")])
+    ingest(store, {"retried": body})
+    assert entities(store) == {"Paul Robeson": ("person", ["Robeson"])}
+    with store.connect() as conn:
+        doc_id, chunk_id = conn.execute(text(
+            "SELECT d.id, c.id FROM documents d JOIN chunks c ON c.document_id = d.id")).one()
+    store.write_graph([EntityIn("Robeson", "organization", "default", "", 0.9, None,
+                                (chunk_id,))], [], completed=[ChunkOutcome(chunk_id)])
+    assert "Robeson" in entities(store)  # the retried write, before its join
+    join_documents(store, [doc_id])
+    assert entities(store) == {"Paul Robeson": ("person", ["Robeson"])}
