@@ -11,10 +11,11 @@ who share a surname are never joined by a bare surname:
    letters it abbreviates (Schwartz & Hearst's test: the acronym's first letter starts a word
    of the expansion and its other letters follow in order). Nothing else makes an acronym an
    alias, so an acronym that is also a word ("IT", "US", "ACE") joins nothing unless the text
-   defines it that way. The one exception: an acronym of three or more letters without a
-   vowel (it cannot be an English word: "PRC", "NCS") joins the one earlier name whose
-   capitalised words' initials it spells. Once defined, the acronym stands for that thing
-   in the rest of the document.
+   defines it that way. The exceptions: an acronym of three or more letters without a
+   vowel (it cannot be an English word: "PRC", "NCS"), and initials each followed by a
+   period (an abbreviation as written: "U.S.", "D.C."), join the one name of the document
+   whose capitalised words' initials they spell. Once defined, the acronym stands for that
+   thing in the rest of the document.
 2. **Person, shorter name**: a capitalised name whose words are an ordered part of an earlier
    person's name ending with the same last word joins it: "Robeson" and "Paul Robeson"
    -> "Paul Robeson"; "Henrik Angell" -> "Henrik August Angell". Generational suffixes
@@ -34,8 +35,11 @@ who share a surname are never joined by a bare surname:
    American"), whichever the document writes first.
 
 A rule that finds two or more different earlier things (two Smiths, two parliaments) joins
-nothing. Names that differ only by case, punctuation or diacritics are the same name for
-the resolver's spelling-variant key (:func:`graph_flows.indexing.resolve.compact`).
+nothing. A name the document writes for a person, place or organisation and types as
+another of the three elsewhere (the extractor reads "Jacob" as a person in one sentence and
+an organisation in the next) is that thing.
+Names that differ only by case, punctuation or diacritics are the same name for the
+resolver's spelling-variant key (:func:`graph_flows.indexing.resolve.compact`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from dataclasses import dataclass, field
 
 _WORD = re.compile(r"[^\W_]+")
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9&.\-]*[A-Z0-9]\.?")
+_DOTTED = re.compile(r"(?:[A-Z]\.){2,}")
 GENERATIONAL = frozenset({"jr", "sr", "ii", "iii", "iv"})
 VOWELS = frozenset("AEIOUY")
 # Legal-form words ending a company or club name, dropped in later mentions ("Atari, Inc."
@@ -55,12 +60,20 @@ LEGAL_FORMS = frozenset({"inc", "incorporated", "corp", "corporation", "co", "co
                          "limited", "llc", "plc", "gmbh", "ag", "sa", "nv", "bv", "spa",
                          "ab", "asa", "oy", "oyj", "fc", "afc", "il"})
 MAX_ACRONYM = 10
+CONFUSED_TYPES = frozenset({"person", "location", "organization"})
+"""The types a name-recogniser confuses with each other depending on the sentence ("Jacob"
+a person in one, an organisation in the next): within a document, one name typed as two of
+them is one thing. A name typed as, say, a technology and an organisation more often names
+two things (a product and the group behind it) and stays two."""
 
 
 def fold(name: str) -> str:
-    """Diacritics removed, casefolded, punctuation as spaces: "Mediaș" -> "medias"."""
+    """Diacritics removed, casefolded, punctuation as spaces: "Mediaș" -> "medias". The
+    spacing modifier letters (U+02B0-U+02FF) that transliterations write where English
+    writes an apostrophe ("Qurʾān", "Yaʿqūb") are punctuation too: "Qurʾān" = "Qur'an"."""
     decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name))
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    plain = "".join(" " if "\u02b0" <= c <= "\u02ff" else c
+                    for c in decomposed if not unicodedata.combining(c))
     return " ".join(_WORD.findall(plain.casefold()))
 
 
@@ -128,6 +141,12 @@ class Known:
     name: str
     type: str
     names: list[str] = field(default_factory=list)
+    types: set[str] = field(default_factory=set)
+    """Every type the document's names of it were extracted with (``type`` and those of
+    the same name typed otherwise)."""
+
+    def __post_init__(self) -> None:
+        self.types.add(self.type)
 
 
 def _capitalised(name: str) -> bool:
@@ -144,15 +163,22 @@ def _initials(expansion: str) -> str:
     return "".join(w[0] for w in expansion.replace("-", " ").split() if w[:1].isupper())
 
 
+def dotted(acronym: str) -> bool:
+    """Initials each followed by a period ("U.S.", "D.C.", "U.K."): written so, they are an
+    abbreviation, never a word."""
+    return _DOTTED.fullmatch(acronym) is not None
+
+
 def acronym_matches(acronym: str, expansion: str, text: str) -> bool:
-    """Rule 1 (module docstring): defined beside the expansion, or, spelled without a vowel
-    (so it cannot be an English word) and 3+ letters long, the expansion's initials."""
+    """Rule 1 (module docstring): defined beside the expansion, or the expansion's initials
+    spelled either without a vowel (so it cannot be an English word) and 3+ letters long,
+    or with a period after each letter ("U.S.")."""
     if is_acronym(expansion) or len(expansion.split()) < 2:
         return False
     if defined_beside(acronym, expansion, text):
         return True
     letters = "".join(c for c in acronym if c.isalpha())
-    return (len(letters) >= 3 and not set(letters) & VOWELS
+    return ((dotted(acronym) or (len(letters) >= 3 and not set(letters) & VOWELS))
             and _initials(expansion) == letters)
 
 
@@ -177,15 +203,16 @@ def rule_matches(name: str, known: Known, text: str, type_: str = "") -> bool:
         full = words(full_name)
         if is_acronym(full_name):
             continue
-        if known.type != "person" and plural_of(short, full):
+        if "person" not in known.types and plural_of(short, full):
             return True
         if len(short) >= len(full):
             continue
-        if known.type == "person":
+        if "person" in known.types:
             if _ordered_part(short, full) and (
                     short[-1] == full[-1] or (len(short) == 1 and short[0] == full[0])):
                 return True
-        elif "location" not in (known.type, type_) and _names_thing(short, full, name, text):
+        elif ("location" not in (*known.types, type_)
+              and _names_thing(short, full, name, text)):
             return True
     return False
 
@@ -235,7 +262,8 @@ class DocumentNames:
         also stand for a thing named only later ("Desmarais" before "Jacqueline Desmarais"
         appears) is ambiguous too. A name already known as a full name of its own type is
         itself, not a short form; one spelled the same but for a leading "the" is that
-        thing's."""
+        thing's. A name the document already wrote for a person, place or organisation
+        typed as another of the three is that thing (:data:`CONFUSED_TYPES`)."""
         key = same_name_key(name)
         same = self._by_fold.get((key, type_))
         if same is not None:
@@ -244,6 +272,10 @@ class DocumentNames:
             same_name_key(n) == key for n in k.names[1:])]
         if len(named) == 1:  # already known as this thing's short form ("ELAM" again)
             return named[0]
+        typed = [k for k in self.known if same_name_key(k.name) == key
+                 and {k.type, type_} <= CONFUSED_TYPES]
+        if len(typed) == 1:  # the same name typed otherwise elsewhere in the document
+            return typed[0]
         hits = [k for k in self.known if rule_matches(name, k, text, type_)]
         if len(hits) != 1:
             return None
@@ -258,7 +290,10 @@ class DocumentNames:
         return [k for k in hits if not any(
             other is not k and rule_matches(k.name, other, text) for other in hits)]
 
-    def alias(self, target: Known, name: str) -> None:
-        """Remember ``name`` as another name of ``target``."""
+    def alias(self, target: Known, name: str, type_: str = "") -> None:
+        """Remember ``name`` as another name of ``target``; a name spelled as the target's
+        adds its ``type_`` to the target's types."""
         if name not in target.names:
             target.names.append(name)
+        if type_ and same_name_key(name) == same_name_key(target.name):
+            target.types.add(type_)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from graph_flows.indexing.aliases import DocumentNames, Known
+from graph_flows.indexing.aliases import DocumentNames, Known, is_acronym
 from storage import KnowledgeStore
 from storage.documents import lock_document
 from storage.merge import (
@@ -46,13 +46,16 @@ def document_joins(chunks: Sequence[tuple[str, str]],
                    entities: Sequence[DocumentEntity]) -> Joins:
     """Which of a document's entities shortens which (pure; ``chunks``: (id, text) in
     reading order). Names are read in the order the text first writes them (a name the
-    text never writes as such: last), the longer of two at one place first."""
+    text never writes as such: last), the longer of two at one place first, acronyms after
+    every other name (so "U.S." written before "United States" joins it, and the entity
+    keeps the full name)."""
     text = "\n".join(t for _, t in chunks)
     folded = text.casefold()
 
-    def first(ent: DocumentEntity) -> tuple[int, int, str, str]:
+    def first(ent: DocumentEntity) -> tuple[bool, int, int, str, str]:
         at = folded.find(ent.name.casefold())
-        return (at if at >= 0 else len(folded), -len(ent.name), ent.name, ent.id)
+        return (is_acronym(ent.name), at if at >= 0 else len(folded), -len(ent.name),
+                ent.name, ent.id)
 
     ordered = sorted(entities, key=first)
     whole = DocumentNames()
@@ -67,7 +70,7 @@ def document_joins(chunks: Sequence[tuple[str, str]],
             known = names.add(ent.name, ent.type)
             owner.setdefault(id(known), ent.id)
             continue
-        names.alias(target, ent.name)
+        names.alias(target, ent.name, ent.type)
         into = owner[id(target)]
         if into == ent.id:
             continue

@@ -151,3 +151,50 @@ def test_plural_and_singular_are_one_thing_but_not_for_people() -> None:
     assert target(doc, "Williams", "person") != "William"
     assert target(doc, "Protestantism", "concept") is None
     assert target(names(("Church", "organization")), "Churches", "organization") == "Church"
+
+
+def test_dotted_initials_join_the_one_name_they_spell() -> None:
+    doc = names(("United States", "location"), ("District of Columbia", "location"))
+    assert target(doc, "U.S.", "location", "U.S. troops left.") == "United States"
+    assert target(doc, "D.C.", "location") == "District of Columbia"
+    assert target(doc, "US", "location", "US troops left.") is None  # could be a word
+    # two names the initials spell: neither
+    two = names(("United States", "location"), ("Upper Silesia", "location"))
+    assert target(two, "U.S.", "location") is None
+    assert target(names(("United States Navy", "organization")), "U.S.", "location") is None
+
+
+def test_an_acronym_written_before_its_expansion_joins_it() -> None:
+    chunks = [("c1", "U.S. troops landed. The United States had declared war.")]
+    full = entity("United States", "location")
+    joins = document_joins(chunks, [entity("U.S.", "location"), full])
+    assert joins.into == {"id:U.S.:location": full.id}  # the entity keeps the full name
+    assert joins.aliases == {full.id: ["U.S."]}
+
+
+def test_one_name_typed_twice_in_a_document_is_one_thing() -> None:
+    chunks = [("c1", "Jacob had twelve sons. Jacob settled in Egypt.")]
+    ents = [entity("Jacob", "organization"), entity("Jacob", "location")]
+    joins = document_joins(chunks, ents)
+    assert len(joins.into) == 1 and {*joins.into, *joins.into.values()} == {e.id for e in ents}
+    assert document_joins(chunks, ents[::-1]).into == joins.into
+    # a person's name typed otherwise too: the surname still joins the person
+    chunks = [("c1", "Andry Rajoelina led. Andry Rajoelina won. Rajoelina resigned.")]
+    ents = [entity("Andry Rajoelina", "organization"), entity("Andry Rajoelina", "person"),
+            entity("Rajoelina", "location")]
+    for listed in (ents, ents[::-1]):
+        joins = document_joins(chunks, listed)
+        assert len(joins.into) == 2 and len(set(joins.into.values())) == 1
+        assert {*joins.into, *joins.into.values()} == {e.id for e in ents}
+    # a surname two people share still joins neither, whatever their types
+    chunks = [("c1", "John Smith met Anna Smith. Smith spoke.")]
+    ents = [entity("John Smith", "organization"), entity("John Smith", "person"),
+            entity("Anna Smith", "person"), entity("Smith", "person")]
+    joins = document_joins(chunks, ents)
+    assert {*joins.into, *joins.into.values()} == {"id:John Smith:organization",
+                                                   "id:John Smith:person"}
+
+
+def test_transliteration_marks_are_punctuation() -> None:
+    assert fold("Qurʾān") == fold("Qur'an") == "qur an"
+    assert compact("Yaʿqūb") == compact("Yaqub")

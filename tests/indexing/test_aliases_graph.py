@@ -109,6 +109,23 @@ def test_acronym_colliding_with_a_word_needs_its_definition(store: KnowledgeStor
     assert got["Information Technology"] == ("organization", ["IT"]) and "IT" not in got
 
 
+def test_dotted_initials_and_a_name_typed_twice_join_through_the_store(
+        store: KnowledgeStore) -> None:
+    body = script(
+        "U.S. forces landed first. The United States had declared war on Spain. Jacob "
+        "sailed with them; Jacob kept a diary. The pilot was an ACE.",
+        [("U.S.", "location"), ("United States", "location"), ("Spain", "location"),
+         ("Jacob", "person"), ("Jacob", "organization"), ("ACE", "organization")],
+        [("United States", "Spain"), ("Jacob", "United States")])
+    ingest(store, {"a": body})
+    got = entities(store)
+    assert got["United States"] == ("location", ["U.S."]) and "U.S." not in got
+    with store.connect() as conn:
+        jacobs = conn.execute(text("SELECT count(*) FROM entities WHERE name = 'Jacob'")).scalar()
+    assert jacobs == 1
+    assert got["ACE"] == ("organization", [])  # an undotted acronym that is a word: itself
+
+
 def test_names_differing_by_case_punctuation_or_diacritics_are_one(
         store: KnowledgeStore) -> None:
     body = script("Mediaș is a town. MEDIAS grew; Medias has a church. Zürich and Zurich.",
