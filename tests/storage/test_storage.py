@@ -22,6 +22,7 @@ from storage import (
 from storage.bulk import vector_literal
 from storage.errors import DatabaseUnavailableError
 from storage.migrate import head_revision
+from storage.resolution import similar_entities
 from storage.text_match import contains_pattern
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 
@@ -448,3 +449,20 @@ def test_name_similarity_is_pg_trgm_per_group(store: KnowledgeStore) -> None:
     sims = store.name_similarities([("PostgreSQL", "Postgresql"), ("Python 2", "Python 3")])
     assert sims[0] == 1.0 and 0.5 < sims[1] < 0.8
     assert store.name_similarities([]) == [] and store.similar_name_pairs(names[:1], 0.1) == set()
+
+
+def test_entity_name_trigrams_have_no_pending_list(store: KnowledgeStore) -> None:
+    """Migration 0017: the name trigram index every batch's resolution reads takes new
+    names into its tree (no GIN pending list that each search would scan); a name just
+    written is a candidate of the next batch's search."""
+    with store.connect() as conn:
+        options = conn.execute(text(
+            "SELECT reloptions FROM pg_class WHERE relname = 'entities_name_trgm'")).scalar()
+    assert options == ["fastupdate=off"]
+    c1, _ = _seed_chunk(store)
+    store.write_graph([EntityIn("Postgres Database", "technology", "default", "", 0.9,
+                                vec("p"), (c1,))], [])
+    with store.connect() as conn:
+        found = similar_entities(conn, "default", [("Postgres Databases", "technology"),
+                                                   ("Postgres Databases", "person")])
+    assert [e.name for e in found[0]] == ["Postgres Database"] and found[1] == []
