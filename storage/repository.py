@@ -134,10 +134,12 @@ class KnowledgeStore:
 
     def flush_commits(self) -> None:
         """Wait until every commit so far (``durable=False`` ones of any session too) is on
-        disk: one synchronous commit of a transaction with an id, which flushes the WAL up
-        to its own record."""
+        disk: one synchronous commit that wrote WAL, which flushes the WAL up to its own
+        record. The WAL it writes is an empty transactional logical message (no row, no lock
+        another worker could wait on); a transaction that only took an id commits without
+        the flush, as one that wrote nothing does."""
         with self.engine.begin() as conn:
-            conn.execute(text("SELECT pg_current_xact_id()"))
+            conn.execute(text("SELECT pg_logical_emit_message(true, 'krag.flush', '')"))
 
     @contextmanager
     def connect(self, *, autocommit: bool = False) -> Iterator[Connection]:
