@@ -452,7 +452,7 @@ LOAD_INDEXES = {
         "CREATE INDEX relations_embedding_hnsw ON relations USING hnsw "
         "(embedding vector_cosine_ops)",
     "entities_name_trgm": "CREATE INDEX entities_name_trgm ON entities USING gin "
-                          "(name gin_trgm_ops)",
+                          "(name gin_trgm_ops) WITH (fastupdate = off)",  # migration 0017
     "entities_summary_trgm": "CREATE INDEX entities_summary_trgm ON entities USING gin "
                              "(summary gin_trgm_ops)",
     "relations_fact_trgm": "CREATE INDEX relations_fact_trgm ON relations USING gin "

@@ -117,10 +117,29 @@ class KnowledgeStore:
         return engine
 
     @contextmanager
-    def transaction(self) -> Iterator[Connection]:
-        """A connection inside one transaction (committed on success, rolled back on error)."""
+    def transaction(self, *, durable: bool = True) -> Iterator[Connection]:
+        """A connection inside one transaction (committed on success, rolled back on error).
+
+        ``durable=False``: the commit returns before its WAL reaches the disk
+        (``synchronous_commit = off`` for this transaction only). A crash of the server (not
+        of this process) can then lose the last such commits, whole and in order, never
+        leave part of one; for writes that are redone when lost (an ingest's: a chunk whose
+        write is lost is pending or claimed again), followed by :meth:`flush_commits` before
+        the caller reports them done. On the test VM a synchronous commit costs ~8 ms of wall
+        (an fsync), an asynchronous one ~1 ms (docs/bench/ingest_17.md)."""
         with self.engine.begin() as conn:
+            if not durable:
+                conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
             yield conn
+
+    def flush_commits(self) -> None:
+        """Wait until every commit so far (``durable=False`` ones of any session too) is on
+        disk: one synchronous commit that wrote WAL, which flushes the WAL up to its own
+        record. The WAL it writes is an empty transactional logical message (no row, no lock
+        another worker could wait on); a transaction that only took an id commits without
+        the flush, as one that wrote nothing does."""
+        with self.engine.begin() as conn:
+            conn.execute(text("SELECT pg_logical_emit_message(true, 'krag.flush', '')"))
 
     @contextmanager
     def connect(self, *, autocommit: bool = False) -> Iterator[Connection]:
@@ -133,9 +152,11 @@ class KnowledgeStore:
             yield conn
 
     # -- documents -------------------------------------------------------------------------
-    def sync_document(self, doc: DocumentIn, chunk_texts: Sequence[str]) -> DocumentSync:
-        """Store a document version; see :func:`storage.documents.sync_document`."""
-        with self.transaction() as conn:
+    def sync_document(self, doc: DocumentIn, chunk_texts: Sequence[str], *,
+                      durable: bool = True) -> DocumentSync:
+        """Store a document version; see :func:`storage.documents.sync_document`
+        (``durable``: see :meth:`transaction`)."""
+        with self.transaction(durable=durable) as conn:
             return documents.sync_document(conn, doc, chunk_texts)
 
     def remove_source(self, scope: str, source: str) -> RemovalReport:
@@ -170,10 +191,11 @@ class KnowledgeStore:
     # -- graph writes ----------------------------------------------------------------------
     def write_graph(
         self, entities: Sequence[EntityIn], relations: Sequence[RelationIn],
-        completed: Sequence[ChunkOutcome] = (),
+        completed: Sequence[ChunkOutcome] = (), *, durable: bool = True,
     ) -> None:
-        """Upsert entities, then relations, then mark chunks completed: one transaction."""
-        with self.transaction() as conn:
+        """Upsert entities, then relations, then mark chunks completed: one transaction
+        (``durable``: see :meth:`transaction`)."""
+        with self.transaction(durable=durable) as conn:
             graph_writes.upsert_entities(conn, entities)
             graph_writes.upsert_relations(conn, relations)
             work.complete_chunks(conn, completed)

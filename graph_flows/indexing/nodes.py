@@ -113,6 +113,7 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
         except ValueError as exc:
             item = LoadFailure(rec["uri"], str(exc))
         tally.add(item, state.get("source") or "inline")
+    res.store.flush_commits()  # the versions stored are on disk before any is claimed
     return {"documents": dict(tally.docs), "chunks": dict(tally.chunks),
             "removed": dict(tally.removed), "failures": tally.failures}
 
@@ -204,23 +205,25 @@ def write(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 
 
 def write_resolved(state: IndexingState, ctx: IndexingContext,
-                   vectors: dict[str, list[float]]) -> dict[str, Any]:
+                   vectors: dict[str, list[float]], *, durable: bool = True) -> dict[str, Any]:
     """The part of ``write`` that reads and writes the graph (``vectors``: by entity and
-    relation id, those :func:`embed_marked` computed): what must happen in claim order."""
+    relation id, those :func:`embed_marked` computed): what must happen in claim order.
+    ``durable=False``: its graph writes commit without waiting for the disk (the caller
+    flushes them, ``KnowledgeStore.flush_commits``)."""
     res = get_resources(ctx)
     data = state["resolved"]
     outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
     # Longer descriptions of stored entities first: idempotent, so a crash before the
     # graph write below only means the chunks are extracted again, with the same result.
-    with res.store.transaction() as conn:
+    with res.store.transaction(durable=durable) as conn:
         prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
                                        for e in data["entities"] if e["longer_summary"]])
     res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
                           [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
-                          completed=outcomes)
+                          completed=outcomes, durable=durable)
     # Synonym edges of the batch's new entities, once committed: of two workers writing
     # near names at once, the later one's computation finds the other's entities.
-    with res.store.transaction() as conn:
+    with res.store.transaction(durable=durable) as conn:
         synonyms.fill(conn, entity_ids=[e["id"] for e in data["entities"]])
     failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     # documents this batch completed: their short forms joined into their full names
@@ -278,7 +281,8 @@ class _SyncTally:
         pieces = chunk_text(text, size=self.ctx.chunk_size, overlap=self.ctx.chunk_overlap)
         doc = DocumentIn(scope=self.scope, source=source, uri=item.uri, title=item.title,
                          content_hash=ids.content_hash(text), metadata=item.metadata)
-        synced = self.store.sync_document(doc, pieces)
+        # not waiting for the disk on each document: the node flushes them all at its end
+        synced = self.store.sync_document(doc, pieces, durable=False)
         self.docs["loaded"] += 1
         self.docs["unchanged" if synced.unchanged else "changed"
                   if synced.kept_chunk_ids or synced.removed.chunks else "new"] += 1

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -274,8 +275,23 @@ def merge_outputs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# The progress poll's share of the wall-clock at most: its statements count the scope's
+# chunks and graph (joins over the provenance), which grow with the store; polled every
+# 0.5 s they were a fifth of the embedded server's CPU in a full-corpus ingest (522 polls,
+# 71 s of 257 s: docs/bench/ingest_17.md). The wait after a poll is at least the poll's own
+# time divided by this.
+POLL_BUDGET = 0.02
+
+
+def poll_wait(interval: float, cost_s: float, budget: float = POLL_BUDGET) -> float:
+    """Seconds to wait after a progress poll that took ``cost_s``: ``interval``, or longer
+    so that polling takes at most ``budget`` of the time."""
+    return max(interval, cost_s / budget - cost_s)
+
+
 class _Poller:
-    """Background thread reporting chunk/graph progress of some sources from the database."""
+    """Background thread reporting chunk/graph progress of some sources from the database,
+    every ``interval`` seconds or less often when a poll is slow (:func:`poll_wait`)."""
 
     def __init__(self, store: KnowledgeStore, scope: str, sources: Sequence[str],
                  callback: Progress, interval: float) -> None:
@@ -295,8 +311,11 @@ class _Poller:
         self.poll()  # final numbers
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        wait = self.interval
+        while not self._stop.wait(wait):
+            started = time.perf_counter()
             self.poll()
+            wait = poll_wait(self.interval, time.perf_counter() - started)
 
     def poll(self) -> None:
         try:

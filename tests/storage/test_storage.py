@@ -20,8 +20,10 @@ from storage import (
     search,
 )
 from storage.bulk import vector_literal
+from storage.documents import sync_document
 from storage.errors import DatabaseUnavailableError
 from storage.migrate import head_revision
+from storage.resolution import similar_entities
 from storage.text_match import contains_pattern
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 
@@ -448,3 +450,42 @@ def test_name_similarity_is_pg_trgm_per_group(store: KnowledgeStore) -> None:
     sims = store.name_similarities([("PostgreSQL", "Postgresql"), ("Python 2", "Python 3")])
     assert sims[0] == 1.0 and 0.5 < sims[1] < 0.8
     assert store.name_similarities([]) == [] and store.similar_name_pairs(names[:1], 0.1) == set()
+
+
+def test_entity_name_trigrams_have_no_pending_list(store: KnowledgeStore) -> None:
+    """Migration 0017: the name trigram index every batch's resolution reads takes new
+    names into its tree (no GIN pending list that each search would scan); a name just
+    written is a candidate of the next batch's search."""
+    with store.connect() as conn:
+        options = conn.execute(text(
+            "SELECT reloptions FROM pg_class WHERE relname = 'entities_name_trgm'")).scalar()
+    assert options == ["fastupdate=off"]
+    c1, _ = _seed_chunk(store)
+    store.write_graph([EntityIn("Postgres Database", "technology", "default", "", 0.9,
+                                vec("p"), (c1,))], [])
+    with store.connect() as conn:
+        found = similar_entities(conn, "default", [("Postgres Databases", "technology"),
+                                                   ("Postgres Databases", "person")])
+    assert [e.name for e in found[0]] == ["Postgres Database"] and found[1] == []
+
+
+def test_an_asynchronous_commit_holds_for_its_transaction_only_and_is_flushed(
+        store: KnowledgeStore) -> None:
+    """``transaction(durable=False)`` commits without waiting for the WAL flush, in that
+    transaction only (the pooled connection's next one waits again); ``flush_commits``
+    returns once the WAL holds every commit so far on disk."""
+    with store.transaction(durable=False) as conn:
+        assert conn.execute(text("SHOW synchronous_commit")).scalar() == "off"
+        sync_document(conn, doc("async.md", "a|b"), ["a", "b"])
+        written = conn.execute(text("SELECT pg_current_wal_insert_lsn()")).scalar()
+    for _ in range(3):  # whichever pooled connection comes next
+        with store.transaction() as conn:
+            assert conn.execute(text("SHOW synchronous_commit")).scalar() == "on"
+    store.flush_commits()
+    with store.connect() as conn:
+        behind = conn.execute(text("SELECT pg_wal_lsn_diff(CAST(:lsn AS pg_lsn), "
+                                   "pg_current_wal_flush_lsn())"), {"lsn": written}).scalar()
+        stored = conn.execute(text("SELECT count(*) FROM chunks c JOIN documents d "
+                                   "ON d.id = c.document_id WHERE d.uri = 'async.md'")).scalar()
+    assert behind <= 0 and stored == 2
+    assert store.sync_document(doc("async.md", "a|b"), ["a", "b"], durable=False).unchanged

@@ -157,6 +157,35 @@ def test_the_default_worker_count() -> None:
     runner.check_workers(None)  # automatic: no error
 
 
+def test_progress_polls_take_a_bounded_share_of_the_time(
+        store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The progress poll's counts grow with the store: the poller waits after each poll at
+    least its own time over POLL_BUDGET (asked for every 0 s here, it would otherwise poll
+    the whole time), and its last poll on stop still reports."""
+    assert runner.poll_wait(0.5, 0.001) == 0.5
+    assert runner.poll_wait(0.5, 0.1) == pytest.approx(0.1 / runner.POLL_BUDGET - 0.1)
+    busy: list[float] = []
+    real = store.source_stats
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            busy.append(time.perf_counter() - started)
+
+    monkeypatch.setattr(store, "source_stats", timed)
+    snaps: list[dict[str, int]] = []
+    poller = runner._Poller(store, "default", [], snaps.append, 0.0)
+    started = time.perf_counter()
+    poller.start()
+    time.sleep(1.5)
+    poller.stop()
+    elapsed = time.perf_counter() - started
+    assert len(busy) >= 2 and len(snaps) == len(busy)
+    assert sum(busy[:-1]) <= 1.5 * runner.POLL_BUDGET * elapsed + max(busy), busy
+
+
 def test_bad_files_are_reported_and_skipped(
         capsys: pytest.CaptureFixture[str], store: KnowledgeStore, tmp_path: Path) -> None:
     folder = tmp_path / "mixed"
