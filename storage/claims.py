@@ -37,7 +37,7 @@ def worker_pid(worker: str) -> int | None:
     return int(pid) if pid.isdigit() else None
 
 
-def _like_prefix(prefix: str) -> str:
+def like_prefix(prefix: str) -> str:
     """``prefix`` escaped for LIKE, followed by ``%``."""
     return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
@@ -64,7 +64,7 @@ def release_dead_local_claims(conn: Connection, hostname: str | None = None) -> 
     workers = list(conn.execute(text(
         "SELECT DISTINCT worker FROM extraction_status "
         "WHERE status = 'extracting' AND worker LIKE :prefix"),
-        {"prefix": _like_prefix(host + ":")}).scalars())
+        {"prefix": like_prefix(host + ":")}).scalars())
     dead = [w for w in workers if (pid := worker_pid(w)) is not None and not pid_alive(pid)]
     if not dead:
         return 0
@@ -95,4 +95,4 @@ def release_worker_claims(engine: Engine, worker: str) -> int:
             "UPDATE extraction_status SET status = 'pending', worker = NULL, "
             "updated_at = now() WHERE status = 'extracting' "
             "AND (worker = :w OR worker LIKE :tags)"),
-            {"w": worker, "tags": _like_prefix(worker + "/")}).rowcount
+            {"w": worker, "tags": like_prefix(worker + "/")}).rowcount

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, Engine, text
 
-from storage.claims import _like_prefix, release_dead_local_claims
+from storage.claims import like_prefix, release_dead_local_claims
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def _take(conn: Connection, turn: Turn, *, scope: str, source: str | None,
           first: tuple[str, int], worker: str, stale_after_s: float) -> None:
     key = scope_key(scope)
     pause, released_at = POLL_S[0], time.monotonic()
-    params = {"stale": stale_after_s, "worker": worker, "tags": _like_prefix(worker + "/"),
+    params = {"stale": stale_after_s, "worker": worker, "tags": like_prefix(worker + "/"),
               "document_id": first[0], "ordinal": first[1], "scope": scope, "source": source}
     while True:
         turn.looks += 1

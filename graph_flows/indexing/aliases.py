@@ -272,8 +272,8 @@ class DocumentNames:
             same_name_key(n) == key for n in k.names[1:])]
         if len(named) == 1:  # already known as this thing's short form ("ELAM" again)
             return named[0]
-        typed = [k for k in self.known if same_name_key(k.name) == key
-                 and {k.type, type_} <= CONFUSED_TYPES]
+        typed = [k for (spelled, t), k in self._by_fold.items()
+                 if spelled == key and {t, type_} <= CONFUSED_TYPES]
         if len(typed) == 1:  # the same name typed otherwise elsewhere in the document
             return typed[0]
         hits = [k for k in self.known if rule_matches(name, k, text, type_)]

@@ -56,9 +56,9 @@ def store_in_order(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
                                     ctx.embed_batch_size)
         ready = embed_candidates(res.embeddings, current["validated"], ctx.embed_batch_size)
         first = min((c["document_id"], c["ordinal"]) for c in batch)
-        with res.store.store_turn(scope=state["claim_scope"],
-                        source=state.get("claim_source"), first=first, worker=state["worker"],
-                        stale_after_s=ctx.stale_after_s) as turn:
+        with res.store.store_turn(scope=state["claim_scope"], source=state.get("claim_source"),
+                                  first=first, worker=state["worker"],
+                                  stale_after_s=ctx.stale_after_s) as turn:
             resolved = resolve(current, runtime)
             current.update(resolved)
             vectors = embed_marked(res.embeddings, current["resolved"], ctx.embed_batch_size,

@@ -162,9 +162,12 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         if workers is None:
             workers = auto_workers(res.llm_mode, pending_chunks(res.store, scope, sources))
         out["workers"] = workers
+
+        def extract_here() -> dict[str, Any]:  # what is pending, in this process
+            return run_indexing({"scope": scope, "source": claim_source}, context)
+
         if workers == 1:
-            return merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
-                                                   context))
+            return merge_outputs(out, extract_here())
         if not res.llm_mode and not context.extraction_model:
             # the workers build their resources from the environment: they extract as this
             # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
@@ -177,8 +180,7 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
             # a worker died (its pool stops the others): this process takes the dead
             # workers' claims back and extracts what is left
             log.warning("an ingest worker failed; extracting the rest in this process")
-            out = merge_outputs(out, run_indexing({"scope": scope, "source": claim_source},
-                                                  context))
+            out = merge_outputs(out, extract_here())
         out.pop("worker_failed", None)
         return out
     finally:
