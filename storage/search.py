@@ -44,8 +44,11 @@ _VALID = ("(r.invalid_at IS NULL OR r.invalid_at > coalesce(CAST(:as_of AS times
 HEAD_PAGES = 64
 HEAD_MIN_ROWS = 50_000
 # Candidates per nearest fact asked from the sign-bit index, re-ranked by exact cosine
-# (storage.search.fact_vector; docs/bench/million_cold.md).
-FACT_OVERSAMPLE = 5
+# (storage.search.fact_vector). Sign bits lose neighbours: at 3M synthetic facts an exact
+# Hamming top-100 re-ranked kept .66 of the true 20 nearest, a top-200 .79; on MuSiQue 5 lost
+# R@5 .009, AllSupp@10 .03 and Ans@answer .04 against the full-vector index, 10 left every
+# measure within one question of it (docs/bench/million_cold.md).
+FACT_OVERSAMPLE = 10
 # Pages read in order after the head, when the head found a match (storage.search._head_first).
 NEXT_PAGES = 16 * HEAD_PAGES
 # word_similarity() on long fact text is the cost of fact ranking: bound candidates x terms.

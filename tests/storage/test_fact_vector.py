@@ -78,7 +78,7 @@ def test_nearest_facts_come_from_the_bit_index_in_exact_cosine_order(facts) -> N
         assert h.method == "vector"
 
 
-def test_the_candidates_are_five_times_the_facts_asked(facts) -> None:
+def test_the_candidates_are_oversampled_from_the_facts_asked(facts) -> None:
     store, _, _ = facts
     question = _unit(np.random.default_rng(5).standard_normal(TEST_DIM)).tolist()
     with store.connect() as conn:

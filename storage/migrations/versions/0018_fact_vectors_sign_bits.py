@@ -9,7 +9,7 @@ and a search with ``ef_search`` 100 touches ~1,900 of its pages at random; on a 
 cache that was ~1,570 reads and ~400 ms a question (docs/bench/million_cold.md). This index
 holds each vector's sign bits (``binary_quantize``: 1 bit a dimension, Hamming distance),
 so an element is ~1/32 of the bytes and the whole index stays small enough to be cached;
-the search asks it for 5x the facts wanted and re-ranks those by exact cosine on the
+the search asks it for 10x the facts wanted and re-ranks those by exact cosine on the
 stored vectors (pgvector's documented pattern for binary quantisation). The full-vector
 index is then read by no statement, so it goes (an insert no longer updates it).
 """
