@@ -444,13 +444,14 @@ def relation_vectors(graph: SyntheticGraph, start: int, stop: int,
 
 
 # -- loading -----------------------------------------------------------------------------------
-# Indexes dropped before a bulk load and rebuilt after it (migrations 0001, 0002 and 0006).
+# Indexes dropped before a bulk load and rebuilt after it (migrations 0001, 0002, 0006
+# and 0018).
 LOAD_INDEXES = {
     "entities_embedding_hnsw":
         "CREATE INDEX entities_embedding_hnsw ON entities USING hnsw (embedding vector_cosine_ops)",
-    "relations_embedding_hnsw":
-        "CREATE INDEX relations_embedding_hnsw ON relations USING hnsw "
-        "(embedding vector_cosine_ops)",
+    "relations_embedding_bq_hnsw":  # migration 0018: the facts' sign bits
+        "CREATE INDEX relations_embedding_bq_hnsw ON relations USING hnsw "
+        f"((binary_quantize(embedding)::bit({DIM})) bit_hamming_ops)",
     "entities_name_trgm": "CREATE INDEX entities_name_trgm ON entities USING gin "
                           "(name gin_trgm_ops) WITH (fastupdate = off)",  # migration 0017
     "entities_summary_trgm": "CREATE INDEX entities_summary_trgm ON entities USING gin "

@@ -314,13 +314,12 @@ class KnowledgeStore:
         """
         with access.use_access(access.WHOLE_STORE), self.owner_engine.begin() as conn:
             for table in vectors.TABLES:
-                conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
+                name, create = vectors.vector_index(table, embedding_dim)
+                conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
                 conn.execute(text(
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({embedding_dim}) "
                     "USING NULL"))
-                conn.execute(text(
-                    f"CREATE INDEX {table}_embedding_hnsw ON {table} "
-                    "USING hnsw (embedding vector_cosine_ops)"))
+                conn.execute(text(create))
             meta.write_meta(conn, embedding_model, embedding_dim)
         self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
 

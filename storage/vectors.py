@@ -41,14 +41,33 @@ def write_vectors(
                      [{"id": i, "v": vector_literal(v)} for i, v in vectors])
 
 
+def vector_index(table: str, dim: int) -> tuple[str, str]:
+    """The name and ``CREATE INDEX IF NOT EXISTS`` of ``table``'s nearest-neighbour index
+    over vectors of ``dim`` dimensions: cosine HNSW over the vectors; for ``relations``
+    HNSW over their sign bits (migration 0018, read by storage.search.fact_vector)."""
+    if table == "relations":
+        return ("relations_embedding_bq_hnsw",
+                "CREATE INDEX IF NOT EXISTS relations_embedding_bq_hnsw ON relations USING hnsw "
+                f"((binary_quantize(embedding)::bit({int(dim)})) bit_hamming_ops)")
+    return (f"{table}_embedding_hnsw", f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw "
+            f"ON {table} USING hnsw (embedding vector_cosine_ops)")
+
+
+def column_dimension(conn: Connection, table: str) -> int:
+    """The dimension of ``table.embedding`` (its pgvector type modifier)."""
+    return int(conn.execute(text(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = CAST(:t AS regclass) "
+        "AND attname = 'embedding'"), {"t": table}).scalar_one())
+
+
 def drop_vector_indexes(conn: Connection) -> None:
     """Drop the HNSW indexes (a bulk load is much faster without them)."""
     for table in TABLES:
-        conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
+        name, _ = vector_index(table, 0)
+        conn.execute(text(f"DROP INDEX IF EXISTS {name}"))
 
 
 def create_vector_indexes(conn: Connection) -> None:
-    """(Re)create the HNSW cosine indexes after a bulk load."""
+    """(Re)create the missing HNSW indexes after a bulk load."""
     for table in TABLES:
-        conn.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
-                          "USING hnsw (embedding vector_cosine_ops)"))
+        conn.execute(text(vector_index(table, column_dimension(conn, table))[1]))

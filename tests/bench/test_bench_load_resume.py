@@ -105,7 +105,7 @@ def test_a_killed_load_resumes_to_the_graph_a_clean_load_writes(pg_server_url, s
                 "SELECT count(*) FROM pg_indexes WHERE right(indexname, 4) = 'hnsw'").scalar()
         assert "bench_params" not in meta  # not finished
         assert '"entities": 6' in meta[synthetic.LoadProgress.KEY]  # all 6 entity batches
-        assert "relations_embedding_hnsw" in meta["deferred_indexes"] and hnsw == 0
+        assert "relations_embedding_bq_hnsw" in meta["deferred_indexes"] and hnsw == 0
         assert "entity_provenance_entity_id_fkey" in meta["deferred_indexes"]
 
         second = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900,

@@ -22,6 +22,6 @@ def test_prewarm_reads_the_tables_and_their_indexes(store: KnowledgeStore, db_ur
         return
     blocks = out["blocks"]
     assert blocks["entities"] > 0 and blocks["relations"] > 0 and blocks["chunks"] > 0
-    assert blocks["entities_pkey"] > 0 and "relations_embedding_hnsw" in blocks  # indexes
+    assert blocks["entities_pkey"] > 0 and "relations_embedding_bq_hnsw" in blocks  # indexes
     assert "krag_meta" not in blocks and out["seconds"] >= 0
     assert prewarm(store)["blocks"] == blocks  # again: the extension is already there

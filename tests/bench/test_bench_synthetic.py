@@ -70,7 +70,7 @@ def test_chunks_are_the_provenance_of_what_they_say() -> None:
 def test_load_and_short_benchmark_run(store, tmp_path) -> None:
     graph = synthetic.generate_graph(300, 900, seed=3)
     load = synthetic.load_graph(store, graph, batch_size=100)
-    assert load["total_s"] > 0 and "index_relations_embedding_hnsw_s" in load
+    assert load["total_s"] > 0 and "index_relations_embedding_bq_hnsw_s" in load
     assert "index_chunks_embedding_hnsw_s" in load and load["chunks"]["chunks"] == 100
     counts = store.counts(synthetic.SCOPE)
     assert counts["entities"] == 300 and counts["relations"] == 900

@@ -323,18 +323,25 @@ def test_neighbourhood_halves_merge_into_the_whole(store: KnowledgeStore,
 def test_fact_vector_widens_its_hnsw_search_when_asked(store: KnowledgeStore,
                                                        corpus: dict[str, str]) -> None:
     """ppr links the question to facts with the passages' candidate list (ef_search 100);
-    the setting lasts for the statement's transaction only."""
+    the setting lasts for the statement's transaction only, and is never below the
+    candidates asked from the sign-bit index (FACT_OVERSAMPLE per fact)."""
     from storage import search
 
     vector = _EMBEDDER.embed_query(QUESTION)
     with store.connect() as conn:
-        plain = search.fact_vector(conn, ["default"], vector, 3)
         default_ef = conn.exec_driver_sql("SHOW hnsw.ef_search").scalar()
+    with store.connect() as conn:
+        plain = search.fact_vector(conn, ["default"], vector, 3)
+        assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == \
+            str(3 * search.FACT_OVERSAMPLE)
     with store.connect() as conn:
         wide = search.fact_vector(conn, ["default"], vector, 3, ef_search=100)
         assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == "100"
     with store.connect() as conn:
-        small = search.fact_vector(conn, ["default"], vector, 3, ef_search=1)  # >= limit
-        assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == "3"
-    assert default_ef == "40" and [h.fact.id for h in wide] == [h.fact.id for h in plain]
+        small = search.fact_vector(conn, ["default"], vector, 3, ef_search=1)
+        assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == \
+            str(3 * search.FACT_OVERSAMPLE)
+    with store.connect() as conn:
+        assert conn.exec_driver_sql("SHOW hnsw.ef_search").scalar() == default_ef == "40"
+    assert [h.fact.id for h in wide] == [h.fact.id for h in plain]
     assert len(small) == 3 and wide[0].similarity >= wide[-1].similarity
