@@ -54,6 +54,7 @@ from storage import (
     synonyms,
 )
 from storage.documents import chunk_ids_for
+from storage.vectors import hnsw_definition
 
 DIM = 384
 SCOPE = "bench"
@@ -446,8 +447,7 @@ def relation_vectors(graph: SyntheticGraph, start: int, stop: int,
 # -- loading -----------------------------------------------------------------------------------
 # Indexes dropped before a bulk load and rebuilt after it (migrations 0001, 0002 and 0006).
 LOAD_INDEXES = {
-    "entities_embedding_hnsw":
-        "CREATE INDEX entities_embedding_hnsw ON entities USING hnsw (embedding vector_cosine_ops)",
+    "entities_embedding_hnsw": hnsw_definition("entities"),  # migration 0018
     "relations_embedding_hnsw":
         "CREATE INDEX relations_embedding_hnsw ON relations USING hnsw "
         "(embedding vector_cosine_ops)",

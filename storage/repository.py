@@ -318,9 +318,7 @@ class KnowledgeStore:
                 conn.execute(text(
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({embedding_dim}) "
                     "USING NULL"))
-                conn.execute(text(
-                    f"CREATE INDEX {table}_embedding_hnsw ON {table} "
-                    "USING hnsw (embedding vector_cosine_ops)"))
+                conn.execute(text(vectors.hnsw_definition(table)))
             meta.write_meta(conn, embedding_model, embedding_dim)
         self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
 
