@@ -54,7 +54,6 @@ from storage import (
     synonyms,
 )
 from storage.documents import chunk_ids_for
-from storage.vectors import hnsw_definition
 
 DIM = 384
 SCOPE = "bench"
@@ -447,7 +446,8 @@ def relation_vectors(graph: SyntheticGraph, start: int, stop: int,
 # -- loading -----------------------------------------------------------------------------------
 # Indexes dropped before a bulk load and rebuilt after it (migrations 0001, 0002 and 0006).
 LOAD_INDEXES = {
-    "entities_embedding_hnsw": hnsw_definition("entities"),  # migration 0018
+    "entities_embedding_hnsw":
+        "CREATE INDEX entities_embedding_hnsw ON entities USING hnsw (embedding vector_cosine_ops)",
     "relations_embedding_hnsw":
         "CREATE INDEX relations_embedding_hnsw ON relations USING hnsw "
         "(embedding vector_cosine_ops)",

@@ -318,7 +318,9 @@ class KnowledgeStore:
                 conn.execute(text(
                     f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector({embedding_dim}) "
                     "USING NULL"))
-                conn.execute(text(vectors.hnsw_definition(table)))
+                conn.execute(text(
+                    f"CREATE INDEX {table}_embedding_hnsw ON {table} "
+                    "USING hnsw (embedding vector_cosine_ops)"))
             meta.write_meta(conn, embedding_model, embedding_dim)
         self.embedding_model, self.embedding_dim = embedding_model, embedding_dim
 

@@ -47,24 +47,8 @@ def drop_vector_indexes(conn: Connection) -> None:
         conn.execute(text(f"DROP INDEX IF EXISTS {table}_embedding_hnsw"))
 
 
-# HNSW build parameters per table (pgvector's defaults otherwise: m 16, ef_construction 64).
-# Entities: ef_construction 32 (the least pgvector allows with m 16), migration 0018. Each
-# ingested name is inserted into this index (and each batch's synonym k-NN reads it): at 8k
-# of MuSiQue's entity vectors the inserts took 26-34 % less server CPU than with 64, with
-# recall@10 at ef_search 40 still 1.0 against exact search (docs/bench/ingest_18.md).
-HNSW_OPTIONS = {"entities": " WITH (ef_construction = 32)"}
-
-
-def hnsw_definition(table: str, *, if_not_exists: bool = False) -> str:
-    """The ``CREATE INDEX`` of ``table``'s HNSW cosine index (``{table}_embedding_hnsw``)."""
-    if table not in TABLES:
-        raise ValueError(f"unknown table {table!r}")
-    guard = "IF NOT EXISTS " if if_not_exists else ""
-    return (f"CREATE INDEX {guard}{table}_embedding_hnsw ON {table} "
-            f"USING hnsw (embedding vector_cosine_ops){HNSW_OPTIONS.get(table, '')}")
-
-
 def create_vector_indexes(conn: Connection) -> None:
     """(Re)create the HNSW cosine indexes after a bulk load."""
     for table in TABLES:
-        conn.execute(text(hnsw_definition(table, if_not_exists=True)))
+        conn.execute(text(f"CREATE INDEX IF NOT EXISTS {table}_embedding_hnsw ON {table} "
+                          "USING hnsw (embedding vector_cosine_ops)"))

@@ -469,34 +469,6 @@ def test_entity_name_trigrams_have_no_pending_list(store: KnowledgeStore) -> Non
     assert [e.name for e in found[0]] == ["Postgres Database"] and found[1] == []
 
 
-def test_entity_vectors_are_linked_with_a_shorter_candidate_list(store: KnowledgeStore) -> None:
-    """Migration 0018: the entity HNSW index inserts with ef_construction 32 (relations and
-    chunks keep pgvector's 64), and an index recreated after a bulk load (or a change of
-    embedding model) keeps that; a vector written after it is found by the k-NN."""
-    def options() -> dict[str, list[str] | None]:
-        with store.connect() as conn:
-            return {r.relname: r.reloptions for r in conn.execute(text(
-                "SELECT relname, reloptions FROM pg_class WHERE relname IN "
-                "('entities_embedding_hnsw', 'relations_embedding_hnsw', "
-                "'chunks_embedding_hnsw')"))}
-    expected = {"entities_embedding_hnsw": ["ef_construction=32"],
-                "relations_embedding_hnsw": None, "chunks_embedding_hnsw": None}
-    assert options() == expected
-    store.drop_vector_indexes()
-    assert options() == {}
-    store.create_vector_indexes()
-    assert options() == expected
-    c1, _ = _seed_chunk(store)
-    store.write_graph([EntityIn(f"Name {i}", "concept", "default", "", 0.9, vec(f"n{i}"),
-                                (c1,)) for i in range(40)], [])
-    with store.connect() as conn:
-        conn.exec_driver_sql("SET enable_seqscan = off")
-        nearest = conn.execute(text(
-            "SELECT name FROM entities ORDER BY embedding <=> CAST(:v AS vector) LIMIT 1"),
-            {"v": str(vec("n7"))}).scalar()
-    assert nearest == "Name 7"
-
-
 def test_an_asynchronous_commit_holds_for_its_transaction_only_and_is_flushed(
         store: KnowledgeStore) -> None:
     """``transaction(durable=False)`` commits without waiting for the WAL flush, in that
