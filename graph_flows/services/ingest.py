@@ -33,7 +33,7 @@ from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for cal
     get_resources,
 )
 from graph_flows.shared import resources as runtime
-from graph_flows.shared.embeddings import limit_shared_threads
+from graph_flows.shared.embeddings import INTRA_OP_THREADS, limit_shared_threads
 from graph_flows.shared.scoped import scope_access, whole_store_access
 from graph_flows.shared.threads import in_context
 from graph_flows.shared.untrusted import scan_chunk
@@ -256,11 +256,12 @@ def spawn_workers(
 
 
 def worker_threads(workers: int, cores: int | None = None) -> int:
-    """Intra-op threads of each worker's local embedding model: the cores shared out
-    (at least one). Two workers on two cores each embed on one thread: the same vectors
-    for 8 % less CPU than two threads each (limit_shared_threads)."""
+    """Intra-op threads of each worker's local embedding model: the cores shared out, at
+    least one and at most the model's own default (``INTRA_OP_THREADS``). Two workers on
+    two cores each embed on one thread: the same vectors for 8 % less CPU than two threads
+    each (limit_shared_threads)."""
     cores = cores if cores is not None else (os.cpu_count() or 1)
-    return max(1, cores // max(1, workers))
+    return max(1, min(INTRA_OP_THREADS, cores // max(1, workers)))
 
 
 def worker_run(scope: str, source: str | None, context: IndexingContext,

@@ -216,8 +216,8 @@ def limit_shared_threads(threads: int) -> bool:
     For a process that is one of several sharing the cores (the no-LLM ingest workers,
     graph_flows.services.ingest.spawn_workers): two workers on two cores, each running its
     ONNX runs on two threads, spent 8 % more CPU on the same vectors than on one thread
-    each (docs/bench/ingest_18.md); the vectors are the same bit for bit (the int8 kernels
-    split rows, not sums, across threads)."""
+    each (docs/bench/ingest_18.md), and the vectors are the same bit for bit (measured
+    there and tested)."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1; got {threads}")
     model = shared_minilm()
