@@ -207,3 +207,22 @@ def shared_minilm() -> MiniLMEmbeddings:
         if _minilm is None:
             _minilm = MiniLMEmbeddings()
         return _minilm
+
+
+def limit_shared_threads(threads: int) -> bool:
+    """Give this process's :func:`shared_minilm` ``threads`` intra-op threads, before its
+    model loads; returns False (nothing changed) once it is loaded.
+
+    For a process that is one of several sharing the cores (the no-LLM ingest workers,
+    graph_flows.services.ingest.spawn_workers): two workers on two cores, each running its
+    ONNX runs on two threads, spent 8 % more CPU on the same vectors than on one thread
+    each (docs/bench/ingest_18.md), and the vectors are the same bit for bit (measured
+    there and tested)."""
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1; got {threads}")
+    model = shared_minilm()
+    with model._lock:
+        if model._session is not None:
+            return False
+        model.threads = threads
+        return True

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -325,6 +327,32 @@ def test_minilm_batches_keep_order() -> None:
         alone = emb_mod.MiniLMEmbeddings().embed_query(texts[i])
         sims = [cos(alone, vec) for vec in small]
         assert sims[i] > 0.98 and sims[i] == max(sims)  # its own vector, in its own place
+
+
+def test_minilm_vectors_do_not_depend_on_its_threads() -> None:
+    """One intra-op thread (each no-LLM ingest worker's, limit_shared_threads) gives the
+    vectors of two bit for bit: the stored graph does not depend on the worker count."""
+    texts = [f"A note about {_TOPICS[i % 10]}, number {i}. " * (i % 7 + 1) for i in range(70)]
+    texts += [t.split(",")[0] for t in texts[:40]]  # short names too
+    one = emb_mod.MiniLMEmbeddings(threads=1)
+    two = emb_mod.MiniLMEmbeddings(threads=2)
+    assert one.embed_documents(texts) == two.embed_documents(texts)
+    assert one._session.get_session_options().intra_op_num_threads == 1
+
+
+def test_limit_shared_threads_holds_before_the_model_loads_only() -> None:
+    """In a fresh process (as a spawned ingest worker): the shared MiniLM loads on the
+    threads given; once loaded, a later limit changes nothing and says so."""
+    code = ("from graph_flows.shared import embeddings as e\n"
+            "assert e.limit_shared_threads(1)\n"
+            "m = e.shared_minilm(); m.embed_query('x')\n"
+            "print(m._session.get_session_options().intra_op_num_threads, "
+            "e.limit_shared_threads(2), m.threads)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["1", "False", "1"]
+    with pytest.raises(ValueError, match="threads must be at least 1"):
+        emb_mod.limit_shared_threads(0)
 
 
 def test_minilm_sha_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -145,6 +145,13 @@ def test_worker_limits_hold_below_the_cli() -> None:
             runner.ingest({"texts": ["x"]}, IndexingContext(), workers=workers)
 
 
+def test_workers_share_the_cores_between_their_embedding_threads() -> None:
+    assert runner.worker_threads(2, cores=2) == 1
+    assert runner.worker_threads(3, cores=2) == 1
+    assert runner.worker_threads(2, cores=8) == 2  # never more than one process alone uses
+    assert runner.worker_threads(1, cores=2) == 2
+
+
 def test_the_default_worker_count() -> None:
     """No ``workers``: two processes without an LLM once enough chunks are pending (one per
     core at most), else one; with an LLM one."""
