@@ -6,12 +6,14 @@ state."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from graph_flows.indexing.context import IndexingContext
@@ -104,7 +106,7 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """
     ctx = context_of(runtime)
     res = get_resources(ctx)
-    tally = _SyncTally(res.store, state["claim_scope"], ctx)
+    tally = _SyncTally(res.store, state["claim_scope"], ctx, report=get_stream_writer())
     max_bytes = res.settings.max_upload_mb * 1024 * 1024
     for path in state.get("paths") or []:
         source = source_name(path, state.get("source"))
@@ -281,6 +283,9 @@ class _SyncTally:
     chunks: Counter[str] = field(default_factory=Counter)
     removed: Counter[str] = field(default_factory=Counter)
     failures: list[dict[str, str]] = field(default_factory=list)
+    report: Callable[[dict[str, int]], None] | None = None
+    """Gets, after each group, the documents and new chunks stored so far (the ingest
+    service starts its worker processes once enough chunks wait for them)."""
     group: list[tuple[DocumentIn, list[str]]] = field(default_factory=list)
     group_chars: int = 0
 
@@ -317,6 +322,8 @@ class _SyncTally:
                                  "entities": synced.removed.entities,
                                  "relations": synced.removed.relations})
         self.group, self.group_chars = [], 0
+        if self.report is not None:
+            self.report({"documents": self.docs["loaded"], "new_chunks": self.chunks["new"]})
 
     def _skip(self, uri: str, reason: str) -> None:
         self.docs["skipped"] += 1
