@@ -7,8 +7,9 @@ upload use: one worker runs the whole graph here; N workers (or no ``workers``: 
 once the documents are stored, :func:`auto_workers`) first store the document
 versions here (``extract=False``), then run :func:`run_indexing` in N worker processes (a
 ``multiprocessing`` spawn context: fresh interpreters that build their resources from the
-environment and exit normally, so the embedded PostgreSQL handle is released) that share the
-pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
+environment and exit normally, so the embedded PostgreSQL handle is released; spawned, and
+their models loaded, while the documents are still being stored: :class:`WorkerPool`) that
+share the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
 reports progress through a callback. Nothing here prints: surfaces render the callbacks.
 """
 
