@@ -276,7 +276,7 @@ class WorkerPool:
     and each loads its models (:func:`warm_worker`) while this process still stores the
     documents; :meth:`run` hands them the extraction. The start of a worker (imports, spaCy,
     the ONNX session: about 5 s of CPU) no longer waits for the document phase to end
-    (docs/bench/ingest_19.md). Nothing is spawned before :meth:`start` or :meth:`run`;
+    (docs/bench/ingest_docphase.md). Nothing is spawned before :meth:`start` or :meth:`run`;
     :meth:`close` ends the processes (a pool started for workers the ingest then does not
     use costs their start only)."""
 
