@@ -159,6 +159,13 @@ class KnowledgeStore:
         with self.transaction(durable=durable) as conn:
             return documents.sync_document(conn, doc, chunk_texts)
 
+    def sync_documents(self, items: Sequence[tuple[DocumentIn, Sequence[str]]], *,
+                       durable: bool = True) -> list[DocumentSync]:
+        """Store document versions in one transaction; see
+        :func:`storage.documents.sync_documents` (``durable``: see :meth:`transaction`)."""
+        with self.transaction(durable=durable) as conn:
+            return documents.sync_documents(conn, items)
+
     def remove_source(self, scope: str, source: str) -> RemovalReport:
         """Remove every document of a source and whatever only they supported."""
         with self.transaction() as conn:

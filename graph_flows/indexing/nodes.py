@@ -6,12 +6,14 @@ state."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
 
 from graph_flows.indexing.context import IndexingContext
@@ -41,6 +43,13 @@ from storage import (
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
 from storage.evidence import fill_chunk_evidence
 from storage.resolution import prefer_longer_summaries
+
+SYNC_GROUP_DOCS = 100
+"""Document versions stored per transaction at most by ``sync_documents``: one statement
+round and one temporary table for the group instead of one per document (the multihop
+corpus's 2,884 passages: docs/bench/ingest_docphase.md)."""
+SYNC_GROUP_CHARS = 1_000_000
+"""Characters of cleaned text per group at most (a larger document is stored alone)."""
 
 Ctx = Runtime[IndexingContext]
 
@@ -91,11 +100,13 @@ def prepare(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
 def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
     """Load, clean, chunk and store each document version; new chunks become pending work.
 
-    Documents are streamed one at a time (memory stays bounded by one document or part).
+    Documents are streamed and stored in groups (:data:`SYNC_GROUP_DOCS` documents or
+    :data:`SYNC_GROUP_CHARS` characters of text at most, or one larger document), so memory
+    stays bounded by one group.
     """
     ctx = context_of(runtime)
     res = get_resources(ctx)
-    tally = _SyncTally(res.store, state["claim_scope"], ctx)
+    tally = _SyncTally(res.store, state["claim_scope"], ctx, report=get_stream_writer())
     max_bytes = res.settings.max_upload_mb * 1024 * 1024
     for path in state.get("paths") or []:
         source = source_name(path, state.get("source"))
@@ -113,6 +124,7 @@ def sync_documents(state: IndexingState, runtime: Ctx) -> dict[str, Any]:
         except ValueError as exc:
             item = LoadFailure(rec["uri"], str(exc))
         tally.add(item, state.get("source") or "inline")
+    tally.flush()
     res.store.flush_commits()  # the versions stored are on disk before any is claimed
     return {"documents": dict(tally.docs), "chunks": dict(tally.chunks),
             "removed": dict(tally.removed), "failures": tally.failures}
@@ -271,8 +283,15 @@ class _SyncTally:
     chunks: Counter[str] = field(default_factory=Counter)
     removed: Counter[str] = field(default_factory=Counter)
     failures: list[dict[str, str]] = field(default_factory=list)
+    report: Callable[[dict[str, int]], None] | None = None
+    """Gets, after each group, the documents and new chunks stored so far (the ingest
+    service starts its worker processes once enough chunks wait for them)."""
+    group: list[tuple[DocumentIn, list[str]]] = field(default_factory=list)
+    group_chars: int = 0
 
     def add(self, item: LoadedDocument | LoadFailure, source: str) -> None:
+        """Clean and chunk ``item``; its version is stored with the group it joins (the
+        group is stored when full, :meth:`flush`)."""
         if isinstance(item, LoadFailure):
             return self._skip(item.uri, item.reason)
         text = clean_text(item.text)
@@ -281,16 +300,30 @@ class _SyncTally:
         pieces = chunk_text(text, size=self.ctx.chunk_size, overlap=self.ctx.chunk_overlap)
         doc = DocumentIn(scope=self.scope, source=source, uri=item.uri, title=item.title,
                          content_hash=ids.content_hash(text), metadata=item.metadata)
-        # not waiting for the disk on each document: the node flushes them all at its end
-        synced = self.store.sync_document(doc, pieces, durable=False)
-        self.docs["loaded"] += 1
-        self.docs["unchanged" if synced.unchanged else "changed"
-                  if synced.kept_chunk_ids or synced.removed.chunks else "new"] += 1
-        self.chunks["new"] += len(synced.new_chunk_ids)
-        self.removed.update({"chunks": synced.removed.chunks,
-                             "entities": synced.removed.entities,
-                             "relations": synced.removed.relations})
+        if any(d.id == doc.id for d, _ in self.group):
+            self.flush()  # a later version of a document of this group: stored after it
+        self.group.append((doc, pieces))
+        self.group_chars += len(text)
+        if len(self.group) >= SYNC_GROUP_DOCS or self.group_chars >= SYNC_GROUP_CHARS:
+            self.flush()
         return None
+
+    def flush(self) -> None:
+        """Store the group's document versions in one transaction and count them."""
+        if not self.group:
+            return
+        # not waiting for the disk on each group: the node flushes them all at its end
+        for synced in self.store.sync_documents(self.group, durable=False):
+            self.docs["loaded"] += 1
+            self.docs["unchanged" if synced.unchanged else "changed"
+                      if synced.kept_chunk_ids or synced.removed.chunks else "new"] += 1
+            self.chunks["new"] += len(synced.new_chunk_ids)
+            self.removed.update({"chunks": synced.removed.chunks,
+                                 "entities": synced.removed.entities,
+                                 "relations": synced.removed.relations})
+        self.group, self.group_chars = [], 0
+        if self.report is not None:
+            self.report({"documents": self.docs["loaded"], "new_chunks": self.chunks["new"]})
 
     def _skip(self, uri: str, reason: str) -> None:
         self.docs["skipped"] += 1

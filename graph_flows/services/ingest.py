@@ -7,8 +7,9 @@ upload use: one worker runs the whole graph here; N workers (or no ``workers``: 
 once the documents are stored, :func:`auto_workers`) first store the document
 versions here (``extract=False``), then run :func:`run_indexing` in N worker processes (a
 ``multiprocessing`` spawn context: fresh interpreters that build their resources from the
-environment and exit normally, so the embedded PostgreSQL handle is released) that share the
-pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
+environment and exit normally, so the embedded PostgreSQL handle is released; spawned, and
+their models loaded, while the documents are still being stored: :class:`WorkerPool`) that
+share the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
 reports progress through a callback. Nothing here prints: surfaces render the callbacks.
 """
 
@@ -21,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import replace
 from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
@@ -52,8 +54,11 @@ _lock = threading.Lock()
 _active_runs = 0
 
 
-def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None) -> dict[str, Any]:
-    """Invoke the indexing graph in this process and return its output.
+def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None,
+                 on_event: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Invoke the indexing graph in this process and return its output; ``on_event`` gets
+    each event its nodes write to the custom stream (e.g. the document phase's count of
+    new chunks so far, ``sync_documents``).
 
     A run that failed in this process (e.g. the database went away mid-batch) leaves its
     claims 'extracting' under this process's live worker id, which no other run takes over
@@ -70,8 +75,17 @@ def run_indexing(inputs: dict[str, Any], context: IndexingContext | None = None)
     try:
         if first:
             release_own_claims(context.worker_id)
-        return graph.invoke(inputs, context=context,
-                            config={"recursion_limit": RECURSION_LIMIT})
+        config = {"recursion_limit": RECURSION_LIMIT}
+        if on_event is None:
+            return graph.invoke(inputs, context=context, config=config)
+        out: dict[str, Any] = {}
+        for mode, data in graph.stream(inputs, context=context, config=config,
+                                       stream_mode=["custom", "values"]):
+            if mode == "custom":
+                on_event(data)
+            else:
+                out = data
+        return out
     finally:
         with _lock:
             _active_runs -= 1
@@ -154,11 +168,27 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         poller.start()
     if defer_index:
         res.store.drop_vector_indexes()
+    stack = ExitStack()
     try:
         if workers == 1:
             return {**run_indexing(inputs, context), "workers": 1}
+        if not res.llm_mode and not context.extraction_model:
+            # the workers build their resources from the environment: they extract as this
+            # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
+            # KRAG_CHAT_MODEL says)
+            context = replace(context, extraction_model="none")
+        pool = WorkerPool(workers or auto_workers(res.llm_mode, AUTO_MIN_CHUNKS), context)
+        stack.callback(pool.close)
+        if workers is not None:
+            pool.start()  # the workers load their models while the documents are stored
+
+        def on_event(event: Any) -> None:  # enough new chunks for the automatic workers
+            if isinstance(event, dict) and event.get("new_chunks", 0) >= AUTO_MIN_CHUNKS:
+                pool.start()
+
         # the document versions first (and failed chunks requeued), then the workers
-        out = run_indexing({**inputs, "extract": False}, context)
+        out = run_indexing({**inputs, "extract": False}, context,
+                           on_event=on_event if workers is None and pool.size > 1 else None)
         claim_source = sources[0] if len(sources) == 1 else None
         if workers is None:
             workers = auto_workers(res.llm_mode, pending_chunks(res.store, scope, sources))
@@ -168,13 +198,9 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
             return run_indexing({"scope": scope, "source": claim_source}, context)
 
         if workers == 1:
+            pool.close()
             return merge_outputs(out, extract_here())
-        if not res.llm_mode and not context.extraction_model:
-            # the workers build their resources from the environment: they extract as this
-            # process decided (e.g. `krag eval multihop` ingests without an LLM whatever
-            # KRAG_CHAT_MODEL says)
-            context = replace(context, extraction_model="none")
-        parts = spawn_workers(workers, scope, claim_source, context)
+        parts = pool.run(scope, claim_source)
         for part in parts:
             out = merge_outputs(out, part)
         if any(part.get("worker_failed") for part in parts):
@@ -185,6 +211,7 @@ def _ingest(inputs: dict[str, Any], context: IndexingContext, res: Any, scope: s
         out.pop("worker_failed", None)
         return out
     finally:
+        stack.close()
         res.store.create_vector_indexes()
         refresh_term_stats(res.store, scope)
         fill_synonyms(res.store, scope)
@@ -235,14 +262,50 @@ def fill_injection_spans(store: Any, scope: str) -> None:
 def spawn_workers(
     n: int, scope: str, source: str | None, context: IndexingContext
 ) -> list[dict[str, Any]]:
-    """Run :func:`worker_run` in ``n`` spawned processes to completion; their outputs (a
-    worker that failed or died is reported as a failure, its output marked
-    ``worker_failed``; a process that dies breaks the pool, which stops the others)."""
-    context = replace(context, worker_id=None)  # each worker records its own <host>:<pid>
-    threads = worker_threads(n)
-    with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
-        futures = [pool.submit(worker_run, scope, source, context, threads)
-                   for _ in range(n)]
+    """Run :func:`worker_run` in ``n`` spawned processes to completion (see
+    :meth:`WorkerPool.run`)."""
+    pool = WorkerPool(n, context)
+    try:
+        return pool.run(scope, source)
+    finally:
+        pool.close()
+
+
+class WorkerPool:
+    """An ingest's ``size`` worker processes (spawned interpreters). :meth:`start` spawns them
+    and each loads its models (:func:`warm_worker`) while this process still stores the
+    documents; :meth:`run` hands them the extraction. The start of a worker (imports, spaCy,
+    the ONNX session: about 5 s of CPU) no longer waits for the document phase to end
+    (docs/bench/ingest_docphase.md). Nothing is spawned before :meth:`start` or :meth:`run`;
+    :meth:`close` ends the processes (a pool started for workers the ingest then does not
+    use costs their start only)."""
+
+    def __init__(self, size: int, context: IndexingContext) -> None:
+        self.size = size
+        self.context = replace(context, worker_id=None)  # each records its own <host>:<pid>
+        self.threads = worker_threads(size)
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Spawn the processes now (idempotent); each loads its models as it starts."""
+        with self._lock:
+            if self._pool is not None:
+                return
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.size, mp_context=get_context("spawn"),
+                initializer=warm_worker, initargs=(self.threads, self.context))
+            for _ in range(self.size):  # a process is spawned for each task no idle one takes
+                self._pool.submit(int)
+
+    def run(self, scope: str, source: str | None) -> list[dict[str, Any]]:
+        """Run :func:`worker_run` in every process to completion; their outputs (a worker
+        that failed or died is reported as a failure, its output marked ``worker_failed``;
+        a process that dies breaks the pool, which stops the others)."""
+        self.start()
+        assert self._pool is not None
+        futures = [self._pool.submit(worker_run, scope, source, self.context, self.threads)
+                   for _ in range(self.size)]
         outputs = []
         for i, future in enumerate(futures, 1):
             try:
@@ -252,7 +315,31 @@ def spawn_workers(
                 outputs.append({"worker_failed": True,
                                 "failures": [{"uri": f"worker {i}",
                                               "reason": f"{type(exc).__name__}: {exc}"}]})
-    return outputs
+        return outputs
+
+    def close(self) -> None:
+        """End the processes (idempotent)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def warm_worker(threads: int, context: IndexingContext) -> None:
+    """Start of a worker process: its embedding threads, then its resources and models
+    loaded (the extraction model of ``context``, the local embedder, spaCy without an LLM),
+    so its first batch does not wait for them. A failure here breaks the pool, reported by
+    :meth:`WorkerPool.run` like a worker's death."""
+    from graph_flows.indexing.graph import graph  # noqa: F401 - the graph's modules
+    from graph_flows.shared.nlp import load_nlp
+
+    limit_shared_threads(threads)
+    res = get_resources(context)
+    load = getattr(res.embeddings, "load", None)
+    if callable(load):
+        load()
+    if not res.llm_mode:
+        load_nlp()
 
 
 def worker_threads(workers: int, cores: int | None = None) -> int:

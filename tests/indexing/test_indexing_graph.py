@@ -326,6 +326,27 @@ def test_sync_only_run_leaves_pending_work_for_workers(store: KnowledgeStore) ->
     assert {r.worker for r in rows(store, "SELECT worker FROM extraction_status")} == {"w-test"}
 
 
+def test_documents_are_stored_in_groups_each_counted_once(
+    store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Groups of two: five documents in three groups (the last one flushed at the end of the
+    node), each document counted and its chunks pending; a second version of a document in
+    the same run is stored after the first (it is the one kept)."""
+    from graph_flows.indexing import nodes
+
+    monkeypatch.setattr(nodes, "SYNC_GROUP_DOCS", 2)
+    records = [{"uri": f"d{i}", "text": f"Document number {i} is about topic {i}."}
+               for i in range(4)]
+    records.append({"uri": "d1", "text": "Document one, second version."})
+    out = run(store, {"records": records, "source": "s", "extract": False}, NO_LLM)
+    assert out["documents"]["loaded"] == 5 and out["documents"]["new"] == 4
+    assert out["documents"]["changed"] == 1 and out["chunks"]["new"] == 5
+    assert statuses(store) == {"pending": 4}
+    texts = {r.text for r in rows(store, "SELECT text FROM chunks")}
+    assert "Document one, second version." in texts
+    assert "Document number 1 is about topic 1." not in texts
+
+
 def test_a_run_failing_in_write_leaves_no_llm_call_running(
         store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next batch is extracted while a batch is written (``store_and_extract_next``):

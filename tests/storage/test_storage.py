@@ -20,7 +20,7 @@ from storage import (
     search,
 )
 from storage.bulk import vector_literal
-from storage.documents import sync_document
+from storage.documents import lock_document, sync_document
 from storage.errors import DatabaseUnavailableError
 from storage.migrate import head_revision
 from storage.resolution import similar_entities
@@ -489,3 +489,66 @@ def test_an_asynchronous_commit_holds_for_its_transaction_only_and_is_flushed(
                                    "ON d.id = c.document_id WHERE d.uri = 'async.md'")).scalar()
     assert behind <= 0 and stored == 2
     assert store.sync_document(doc("async.md", "a|b"), ["a", "b"], durable=False).unchanged
+
+
+def test_sync_documents_stores_a_group_as_one_by_one_would(store: KnowledgeStore) -> None:
+    """One call over new, unchanged and changed documents gives each the result a call of
+    its own gives: the unchanged left alone, the changed one's vanished chunk removed with
+    the graph only it supported, new chunks pending, results in the order given."""
+    chunks = _seed_chunk(store)  # a.md: "one", "two"
+    _graph(store, chunks)
+    (b_chunk,) = store.sync_document(doc("b.md", "b"), ["b"]).new_chunk_ids
+    group = [(doc("c.md", "c1|c2"), ["c1", "c2"]), (doc("b.md", "b"), ["b"]),
+             (doc("a.md", "one|three"), ["one", "three"])]
+    c, b, a = store.sync_documents(group)
+    assert [s.document_id for s in (c, b, a)] == [d.id for d, _ in group]
+    assert not c.unchanged and len(c.new_chunk_ids) == 2 and c.kept_chunk_ids == ()
+    assert b.unchanged and b.new_chunk_ids == () and b.kept_chunk_ids == (b_chunk,)
+    assert a.kept_chunk_ids == (chunks[0],) and len(a.new_chunk_ids) == 1
+    assert (a.removed.chunks, a.removed.entities, a.removed.relations) == (1, 1, 1)
+    assert c.removed.chunks == b.removed.chunks == 0
+    assert store.counts() == {"documents": 3, "chunks": 5, "entities": 2, "relations": 1}
+    with store.connect() as conn:
+        pending = set(conn.execute(text(
+            "SELECT chunk_id FROM extraction_status WHERE status = 'pending'")).scalars())
+    assert pending == {b_chunk, *c.new_chunk_ids, *a.new_chunk_ids}
+    again = store.sync_documents(group)
+    assert all(s.unchanged and s.new_chunk_ids == () for s in again)
+
+
+def test_sync_documents_refuses_a_document_twice_in_one_call(store: KnowledgeStore) -> None:
+    with pytest.raises(ValueError, match="twice"):
+        store.sync_documents([(doc("a.md", "a"), ["a"]), (doc("a.md", "b"), ["b"])])
+    assert store.counts()["documents"] == 0
+
+
+def test_sync_documents_takes_the_documents_locks_in_id_order(store: KnowledgeStore) -> None:
+    """Locks in id order, whatever the order given: a call that has to wait for the middle
+    document holds the first one's lock and not yet the last one's. (Two workers storing
+    overlapping groups therefore never wait on each other in a cycle.)"""
+    import contextvars
+    import threading
+    import time
+
+    first, middle, last = sorted((doc("a.md", "a"), doc("b.md", "b"), doc("c.md", "c")),
+                                 key=lambda d: d.id)
+
+    def held(d: DocumentIn) -> bool:
+        with store.transaction() as conn:
+            return not conn.execute(text(
+                "SELECT pg_try_advisory_xact_lock(hashtextextended(:k, 7))"),
+                {"k": f"document\x1f{d.id}"}).scalar()
+
+    done: list[object] = []
+    with store.transaction() as blocker:
+        lock_document(blocker, middle.id)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(
+            lambda: done.append(store.sync_documents(
+                [(last, ["c"]), (middle, ["b"]), (first, ["a"])])),))
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not held(first) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert held(first) and not held(last) and not done
+    thread.join(20)
+    assert len(done) == 1 and store.counts()["documents"] == 3

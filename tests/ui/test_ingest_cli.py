@@ -164,6 +164,39 @@ def test_the_default_worker_count() -> None:
     runner.check_workers(None)  # automatic: no error
 
 
+def test_automatic_workers_start_while_the_documents_are_stored(
+        empty_db_url: str, tmp_path: Path, server: ContentLLMServer,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ``workers`` and enough new chunks: the worker processes are spawned (and load
+    their models) while the documents are still being stored, not after; they then extract
+    every chunk. A small ingest spawns none and extracts here."""
+    from graph_flows.indexing import nodes
+
+    for key, value in {**llm_env(empty_db_url, tmp_path, server),
+                       "KRAG_CHAT_MODEL": "none"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(nodes, "SYNC_GROUP_DOCS", 1)
+    monkeypatch.setattr(runner, "AUTO_MIN_CHUNKS", 3)
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    stored_at_start: list[int] = []
+    real_start = runner.WorkerPool.start
+
+    def start(pool: runner.WorkerPool) -> None:
+        if pool._pool is None:
+            stored_at_start.append(query(empty_db_url, "SELECT count(*) FROM documents")[0][0])
+        real_start(pool)
+
+    monkeypatch.setattr(runner.WorkerPool, "start", start)
+    texts = [f"Report {i}: Alice Smith met Bob Jones in Paris in {1990 + i}." for i in range(8)]
+    out = runner.ingest({"texts": texts, "source": "big"}, IndexingContext())
+    assert out["workers"] == 2 and out["chunks"]["completed"] == 8
+    assert stored_at_start and stored_at_start[0] < len(texts)
+    assert len(query(empty_db_url, "SELECT DISTINCT worker FROM extraction_status")) >= 1
+    small = runner.ingest({"texts": texts[:1] + ["Carol Diaz lives in Rome."], "source": "small"},
+                          IndexingContext())
+    assert small["workers"] == 1 and len(stored_at_start) == 1
+
+
 def test_progress_polls_take_a_bounded_share_of_the_time(
         store: KnowledgeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """The progress poll's counts grow with the store: the poller waits after each poll at
