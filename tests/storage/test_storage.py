@@ -470,9 +470,9 @@ def test_a_relation_written_again_unchanged_keeps_its_row_version(
     def version() -> tuple[str, str, float, str | None]:
         with store.connect() as conn:
             row = conn.execute(text(
-                "SELECT xmin::text AS x, ctid::text AS t, confidence, valid_at::text AS v "
+                "SELECT xmin::text AS x, ctid::text AS place, confidence, valid_at::text AS v "
                 "FROM relations")).one()
-        return row.x, row.t, row.confidence, row.v
+        return row.x, row.place, row.confidence, row.v
 
     first = version()
     store.write_graph([], [RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.",
