@@ -73,6 +73,17 @@ ON CONFLICT (id) DO UPDATE SET
     attribute = COALESCE(r.attribute, EXCLUDED.attribute),
     predicate_text = COALESCE(r.predicate_text, EXCLUDED.predicate_text),
     updated_at = now()
+-- only when a value changes (as the entity upsert): a relation written again as it is
+-- stored would otherwise take a new row version, and one that cannot stay on its full
+-- page (HOT) a new entry in each of the relation's indexes, the HNSW one included, and
+-- a dead one for vacuum to remove from each
+WHERE EXCLUDED.confidence > r.confidence
+   OR (EXCLUDED.confidence, r.fact COLLATE "C") > (r.confidence, EXCLUDED.fact COLLATE "C")
+   OR (r.embedding IS NULL AND EXCLUDED.embedding IS NOT NULL)
+   OR (r.valid_at IS NULL AND EXCLUDED.valid_at IS NOT NULL)
+   OR (r.invalid_at IS NULL AND EXCLUDED.invalid_at IS NOT NULL)
+   OR (r.attribute IS NULL AND EXCLUDED.attribute IS NOT NULL)
+   OR (r.predicate_text IS NULL AND EXCLUDED.predicate_text IS NOT NULL)
 """
 
 _RELATION_UPSERT = f"""

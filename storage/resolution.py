@@ -9,8 +9,6 @@
 - :func:`document_entities`: the entities earlier batches stored from a document (the names
   a later chunk's short forms may stand for); :func:`source_entities`: a source's entities
   per document (the alias measure of ``krag eval extraction``).
-- :func:`prefer_longer_summaries`: the longest description of an entity wins (the bulk
-  upsert keeps an existing non-empty summary).
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
-
-from storage.bulk import vector_literal
 
 # Candidates are fetched above this (loose) similarity; the caller applies its own threshold
 # and its compact-name rule ("Postgre SQL" = "PostgreSQL", similarity 0.64).
@@ -144,23 +140,6 @@ def name_similarities(engine: Engine, pairs: Sequence[tuple[str, str]]) -> list[
             "WITH ORDINALITY AS p(a, b, i) ORDER BY i"),
             {"a": [a for a, _ in pairs], "b": [b for _, b in pairs]}).scalars().all()
     return [float(r) for r in rows]
-
-
-def prefer_longer_summaries(
-    conn: Connection, updates: Sequence[tuple[str, str, Sequence[float] | None]]
-) -> int:
-    """Set (summary, embedding) of entities whose stored summary is shorter (or as long and
-    later in code point order: the rule of the entity upsert); returns rows."""
-    if not updates:
-        return 0
-    result = conn.execute(text(
-        "UPDATE entities SET summary = :summary, updated_at = now(), "
-        "embedding = COALESCE(CAST(:embedding AS vector), embedding) "
-        "WHERE id = :id AND (length(CAST(:summary AS text)), summary COLLATE \"C\") "
-        "> (length(summary), CAST(:summary AS text) COLLATE \"C\")"),
-        [{"id": i, "summary": s, "embedding": vector_literal(v)}
-         for i, s, v in sorted(updates)])
-    return result.rowcount or 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,6 @@ from storage import (
 )
 from storage.claims import local_worker_id, release_dead_local_claims, requeue_failed
 from storage.evidence import fill_chunk_evidence
-from storage.resolution import prefer_longer_summaries
 
 SYNC_GROUP_DOCS = 100
 """Document versions stored per transaction at most by ``sync_documents``: one statement
@@ -225,11 +224,10 @@ def write_resolved(state: IndexingState, ctx: IndexingContext,
     res = get_resources(ctx)
     data = state["resolved"]
     outcomes = [ChunkOutcome(**o) for o in data["outcomes"]]
-    # Longer descriptions of stored entities first: idempotent, so a crash before the
-    # graph write below only means the chunks are extracted again, with the same result.
-    with res.store.transaction(durable=durable) as conn:
-        prefer_longer_summaries(conn, [(e["id"], e["summary"], vectors.get(e["id"]))
-                                       for e in data["entities"] if e["longer_summary"]])
+    # A stored entity's longer description (and its vector) is written by the entity
+    # upsert itself, by the same rule (storage.graph_writes): one new row version of the
+    # entity, and one entry in each of its indexes (HNSW included), not one for the
+    # description and another for its new aliases or confidence
     res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
                           [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
                           completed=outcomes, durable=durable)

@@ -214,6 +214,40 @@ def test_near_duplicates_merge_within_type_only(store: KnowledgeStore) -> None:
     assert len(rows(store, "SELECT 1 FROM entity_provenance WHERE entity_id = :e", e=pg)) == 2
 
 
+def test_a_stored_entity_gets_its_longer_description_and_aliases_in_one_row_version(
+    store: KnowledgeStore, db_url: str,
+) -> None:
+    """A batch that gives a stored entity a longer description, a new alias and a higher
+    confidence writes the entity once: one new row version (one entry in each of its
+    indexes, the HNSW one included), not one for the description and one for the rest."""
+    import psycopg
+
+    def reply(doc: str) -> str:
+        ents = [{"name": n, "type": "technology", "description": d, "confidence": c}
+                for n, d, c in json.loads(doc)]
+        return json.dumps({"entities": ents, "relations": []})
+
+    model = ScriptedChatModel.per_document(reply)
+    run(store, {"texts": [json.dumps([["PostgreSQL", "A database.", 0.8]])], "source": "a"},
+        model)
+    with psycopg.connect(db_url, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+
+        def dead() -> int:
+            return admin.execute(
+                "SELECT dead_tuple_count FROM pgstattuple('entities')").fetchone()[0]
+
+        before = dead()
+        run(store, {"texts": [json.dumps([["Postgre SQL", "The PostgreSQL database server.",
+                                           0.95]])], "source": "b"}, model)
+        after = dead()
+    got = rows(store, "SELECT name, summary, confidence, aliases FROM entities")
+    assert [(r.name, r.summary, r.aliases) for r in got] == [
+        ("PostgreSQL", "The PostgreSQL database server.", ["Postgre SQL"])]
+    assert got[0].confidence == pytest.approx(0.95)
+    assert after - before == 1
+
+
 def test_reingest_unchanged_makes_no_llm_calls(store: KnowledgeStore) -> None:
     model = ScriptedChatModel.per_document(catalogue_reply)
     run(store, {"texts": [DOC_A, DOC_B]}, model)

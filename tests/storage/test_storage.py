@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
@@ -450,6 +451,49 @@ def test_name_similarity_is_pg_trgm_per_group(store: KnowledgeStore) -> None:
     sims = store.name_similarities([("PostgreSQL", "Postgresql"), ("Python 2", "Python 3")])
     assert sims[0] == 1.0 and 0.5 < sims[1] < 0.8
     assert store.name_similarities([]) == [] and store.similar_name_pairs(names[:1], 0.1) == set()
+
+
+def test_a_relation_written_again_unchanged_keeps_its_row_version(
+    store: KnowledgeStore,
+) -> None:
+    """The relation upsert rewrites a stored relation only when a value changes (as the
+    entity upsert): the same relation from another chunk adds provenance and leaves the row
+    as it is (no new row version, so no new entry in its HNSW and other indexes); a higher
+    confidence or a first valid date still updates it."""
+    c1, c2 = _seed_chunk(store)
+    a = EntityIn("Alice", "person", "default", "Engineer", 0.9, vec("a"), (c1,))
+    b = EntityIn("Acme", "organization", "default", "A company", 0.9, vec("b"), (c1,))
+    rel = RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.", "default", 0.8,
+                     vec("r"), chunk_ids=(c1,))
+    store.write_graph([a, b], [rel])
+
+    def version() -> tuple[str, str, float, str | None]:
+        with store.connect() as conn:
+            row = conn.execute(text(
+                "SELECT xmin::text AS x, ctid::text AS place, confidence, valid_at::text AS v "
+                "FROM relations")).one()
+        return row.x, row.place, row.confidence, row.v
+
+    first = version()
+    store.write_graph([], [RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.",
+                                      "default", 0.8, vec("r"), chunk_ids=(c2,))])
+    assert version() == first
+    with store.connect() as conn:
+        prov = conn.execute(text("SELECT count(*) FROM relation_provenance")).scalar()
+    assert prov == 2
+    # a lower confidence, a later fact in code point order: nothing changes either
+    store.write_graph([], [RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.",
+                                      "default", 0.5, vec("r"), chunk_ids=(c2,))])
+    assert version() == first
+    store.write_graph([], [RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.",
+                                      "default", 0.95, vec("r"), chunk_ids=(c2,))])
+    higher = version()
+    assert higher[0] != first[0] and higher[2] == pytest.approx(0.95)
+    store.write_graph([], [RelationIn(a.id, "relates_to", b.id, "Alice works at Acme.",
+                                      "default", 0.95, vec("r"), chunk_ids=(c2,),
+                                      valid_at=datetime(2020, 1, 1, tzinfo=UTC))])
+    dated = version()
+    assert dated[0] != higher[0] and dated[3] is not None
 
 
 def test_entity_name_trigrams_have_no_pending_list(store: KnowledgeStore) -> None:
