@@ -28,7 +28,7 @@ from bench.llm_server import LLMServer
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.shared import providers
-from graph_flows.shared.resources import NO_LLM, Resources, use_resources
+from graph_flows.shared.resources import NO_LLM, Resources, build_resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
 from tests.pg_fixtures import url_rows
@@ -188,12 +188,18 @@ def test_automatic_workers_start_while_the_documents_are_stored(
 
     monkeypatch.setattr(runner.WorkerPool, "start", start)
     texts = [f"Report {i}: Alice Smith met Bob Jones in Paris in {1990 + i}." for i in range(8)]
-    out = runner.ingest({"texts": texts, "source": "big"}, IndexingContext())
+    res = build_resources()  # this process on the database its workers read from the env
+    try:
+        with use_resources(res):
+            out = runner.ingest({"texts": texts, "source": "big"}, IndexingContext())
+            small = runner.ingest(
+                {"texts": texts[:1] + ["Carol Diaz lives in Rome."], "source": "small"},
+                IndexingContext())
+    finally:
+        res.store.close()
     assert out["workers"] == 2 and out["chunks"]["completed"] == 8
     assert stored_at_start and stored_at_start[0] < len(texts)
     assert len(query(empty_db_url, "SELECT DISTINCT worker FROM extraction_status")) >= 1
-    small = runner.ingest({"texts": texts[:1] + ["Carol Diaz lives in Rome."], "source": "small"},
-                          IndexingContext())
     assert small["workers"] == 1 and len(stored_at_start) == 1
 
 
