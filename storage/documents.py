@@ -27,8 +27,7 @@ def chunk_ids_for(document_id: str, chunk_texts: Sequence[str]) -> list[tuple[st
 def lock_document(conn: Connection, document_id: str) -> None:
     """The document's transaction-scoped advisory lock: its syncs and the join of its short
     forms (storage.merge) take turns."""
-    conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 7))"),
-                 {"k": f"document\x1f{document_id}"})
+    lock_documents(conn, [document_id])
 
 
 def lock_documents(conn: Connection, document_ids: Sequence[str]) -> None:

@@ -156,8 +156,7 @@ class KnowledgeStore:
                       durable: bool = True) -> DocumentSync:
         """Store a document version; see :func:`storage.documents.sync_document`
         (``durable``: see :meth:`transaction`)."""
-        with self.transaction(durable=durable) as conn:
-            return documents.sync_document(conn, doc, chunk_texts)
+        return self.sync_documents([(doc, chunk_texts)], durable=durable)[0]
 
     def sync_documents(self, items: Sequence[tuple[DocumentIn, Sequence[str]]], *,
                        durable: bool = True) -> list[DocumentSync]:

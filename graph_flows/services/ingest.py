@@ -9,8 +9,9 @@ versions here (``extract=False``), then run :func:`run_indexing` in N worker pro
 ``multiprocessing`` spawn context: fresh interpreters that build their resources from the
 environment and exit normally, so the embedded PostgreSQL handle is released; spawned, and
 their models loaded, while the documents are still being stored: :class:`WorkerPool`) that
-share the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the database and
-reports progress through a callback. Nothing here prints: surfaces render the callbacks.
+share the pending chunks through ``FOR UPDATE SKIP LOCKED``, while a thread polls the
+database and reports progress through a callback. Nothing here prints: surfaces render the
+callbacks.
 """
 
 from __future__ import annotations
@@ -257,18 +258,6 @@ def fill_injection_spans(store: Any, scope: str) -> None:
     except Exception:  # noqa: BLE001 - logged; retrieval scans them instead
         log.warning("scanning the chunks of %s for instruction-like text failed", scope,
                     exc_info=True)
-
-
-def spawn_workers(
-    n: int, scope: str, source: str | None, context: IndexingContext
-) -> list[dict[str, Any]]:
-    """Run :func:`worker_run` in ``n`` spawned processes to completion (see
-    :meth:`WorkerPool.run`)."""
-    pool = WorkerPool(n, context)
-    try:
-        return pool.run(scope, source)
-    finally:
-        pool.close()
 
 
 class WorkerPool:

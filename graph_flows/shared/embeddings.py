@@ -214,7 +214,7 @@ def limit_shared_threads(threads: int) -> bool:
     model loads; returns False (nothing changed) once it is loaded.
 
     For a process that is one of several sharing the cores (the no-LLM ingest workers,
-    graph_flows.services.ingest.spawn_workers): two workers on two cores, each running its
+    graph_flows.services.ingest.WorkerPool): two workers on two cores, each running its
     ONNX runs on two threads, spent 8 % more CPU on the same vectors than on one thread
     each (docs/bench/ingest_18.md), and the vectors are the same bit for bit (measured
     there and tested)."""
