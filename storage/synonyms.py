@@ -32,7 +32,13 @@ from storage.statements import text
 
 PER_ENTITY = 10
 MIN_SIMILARITY = 0.8
-EF_SEARCH = 40  # the HNSW candidate list of the lookups (the query's own used 10)
+EF_SEARCH = 20
+"""The HNSW candidate list of the lookups: twice :data:`PER_ENTITY`. The pairs kept are
+near duplicates (cosine .8 or more), which a search at ef 20 finds as 40 does: on the
+19,680 entities of the MuSiQue/HotpotQA no-LLM graph both gave the same 22,170 pairs at
+35 % less time; at 10 it lost 782 (docs/bench/ingest_turn.md). The lookups run in each
+no-LLM batch's store turn (graph_flows.indexing.in_order), which the workers take one at a
+time."""
 PAGE = 500  # entities computed per statement
 
 # An entity ``e`` with a vector whose synonyms are not computed, of ``:scopes`` (NULL: any).

@@ -80,10 +80,12 @@ def document_joins(chunks: Sequence[tuple[str, str]],
     return out
 
 
-def join_document(store: KnowledgeStore, document_id: str) -> list[dict[str, str]]:
+def join_document(store: KnowledgeStore, document_id: str, *,
+                  durable: bool = True) -> list[dict[str, str]]:
     """Join one stored document's short forms (in one transaction, under the document's
-    lock); nothing when a chunk of it is not extracted yet. Returns the merges."""
-    with store.transaction() as conn:
+    lock); nothing when a chunk of it is not extracted yet. Returns the merges.
+    ``durable``: see ``KnowledgeStore.transaction``."""
+    with store.transaction(durable=durable) as conn:
         lock_document(conn, document_id)
         doc = document_text(conn, document_id)
         if not doc.complete:
@@ -95,12 +97,15 @@ def join_document(store: KnowledgeStore, document_id: str) -> list[dict[str, str
     return joins.merges
 
 
-def join_documents(store: KnowledgeStore, document_ids: Sequence[str]) -> list[dict[str, str]]:
+def join_documents(store: KnowledgeStore, document_ids: Sequence[str], *,
+                   durable: bool = True) -> list[dict[str, str]]:
     """Join the documents of ``document_ids`` whose chunks are all extracted and whose
     current version is not joined yet; returns the merges.
 
     All are read at once; those with nothing to join are marked joined in one statement
-    (only if still that version), the others joined one by one under their locks."""
+    (only if still that version), the others joined one by one under their locks.
+    ``durable=False``: the commits do not wait for the disk (``KnowledgeStore.transaction``;
+    a batch's store turn, whose caller flushes them after it)."""
     with store.connect() as conn:
         ready = documents_to_join(conn, document_ids)
         if not ready:
@@ -112,11 +117,11 @@ def join_documents(store: KnowledgeStore, document_ids: Sequence[str]) -> list[d
         texts[d].chunks, ents.get(d, [])).into]
     quiet = [(d, h) for d, h in ready if d not in to_join]
     if quiet:
-        with store.transaction() as conn:
+        with store.transaction(durable=durable) as conn:
             mark_joined(conn, quiet)
     merges: list[dict[str, str]] = []
     for doc in to_join:
-        merges.extend(join_document(store, doc))
+        merges.extend(join_document(store, doc, durable=durable))
     return merges
 
 

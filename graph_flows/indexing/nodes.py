@@ -238,7 +238,7 @@ def write_resolved(state: IndexingState, ctx: IndexingContext,
     failures = _fail_chunks(res.store, state["batch"], state["extractions"])
     # documents this batch completed: their short forms joined into their full names
     joined = join_documents(res.store, sorted({c["document_id"] for c in state["batch"]
-                                               if c.get("document_id")})) \
+                                               if c.get("document_id")}), durable=durable) \
         if ctx.short_forms else []
     dropped: Counter[str] = Counter()
     for outcome in outcomes:
