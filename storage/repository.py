@@ -18,6 +18,7 @@ from storage import (
     merge,
     meta,
     migrate,
+    planner_stats,
     resolution,
     roles,
     scopes,
@@ -206,6 +207,17 @@ class KnowledgeStore:
             graph_writes.upsert_relations(conn, relations)
             work.complete_chunks(conn, completed)
             merge.unmark_joined(conn, [c.chunk_id for c in completed])
+
+    def analyze_new_tables(self) -> list[str]:
+        """ANALYZE the graph tables that have rows and no statistics yet, as their owner
+        (:mod:`storage.planner_stats`); returns those analyzed (none once every table has
+        statistics: one catalog read)."""
+        with self.engine.connect() as conn:
+            tables = planner_stats.never_analyzed(conn)
+        if tables:
+            with self.connect(autocommit=True) as conn:
+                planner_stats.analyze(conn, tables)
+        return tables
 
     # -- reads -----------------------------------------------------------------------------
     def similar_name_pairs(

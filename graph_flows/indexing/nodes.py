@@ -231,6 +231,9 @@ def write_resolved(state: IndexingState, ctx: IndexingContext,
     res.store.write_graph([_entity_in(e, vectors.get(e["id"])) for e in data["entities"]],
                           [_relation_in(r, vectors.get(r["id"])) for r in data["relations"]],
                           completed=outcomes, durable=durable)
+    # a new store's tables get planner statistics now, not at autovacuum's next visit (up
+    # to a minute of batches planned without them: storage.planner_stats)
+    res.store.analyze_new_tables()
     # Synonym edges of the batch's new entities, once committed: of two workers writing
     # near names at once, the later one's computation finds the other's entities.
     with res.store.transaction(durable=durable) as conn:
