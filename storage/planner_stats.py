@@ -8,8 +8,8 @@ rows, so the synonym look-up's k-NN (storage.synonyms) reads and sorts every ent
 of walking the HNSW index: 10-22 ms an entity at 3,000-10,000 entities against 0.45-0.57 ms
 with statistics (docs/bench/ingest_turn.md). The full-corpus no-LLM ingest spent its first
 minute there, inside the store turns the workers take one at a time. So a batch's writer
-analyzes, after writing its graph, those of :data:`GRAPH_TABLES` that have rows and were
-never analyzed; after that autovacuum keeps the statistics, as for any table.
+analyzes, after writing its graph, those of :data:`GRAPH_TABLES` that have rows and no
+statistics of rows; after that autovacuum keeps the statistics, as for any table.
 """
 
 from __future__ import annotations
@@ -22,20 +22,26 @@ GRAPH_TABLES = (
     "entity_synonyms_computed", "entity_words",
 )
 
-# pg_stat_user_tables is readable by any role. "Has rows" is read from the table's size,
-# not from its live-row count, which a writing session reports only within a second or so
-_NEVER_ANALYZED = """
-SELECT s.relname FROM pg_stat_user_tables s
-WHERE s.relid = ANY(ARRAY(SELECT to_regclass(t) FROM unnest(CAST(:tables AS text[])) t))
-  AND s.last_analyze IS NULL AND s.last_autoanalyze IS NULL
-  AND pg_relation_size(s.relid) > 0
-ORDER BY s.relname
+# pg_class is readable by any role: ``reltuples`` is -1 until a table is first analyzed or
+# vacuumed, 0 when it was empty then (a store's first statements can write and delete rows
+# before any batch); such tables are analyzed once they have rows, which a query tells
+# at once (the live-row counts of pg_stat_user_tables reach it up to seconds later)
+_CANDIDATES = """
+SELECT c.relname FROM pg_class c
+WHERE c.oid = ANY(ARRAY(SELECT to_regclass(t) FROM unnest(CAST(:tables AS text[])) t))
+  AND c.reltuples <= 0
+ORDER BY c.relname
 """
 
 
 def never_analyzed(conn: Connection, tables: tuple[str, ...] = GRAPH_TABLES) -> list[str]:
-    """Those of ``tables`` that have rows and were never analyzed (by anyone)."""
-    return list(conn.execute(text(_NEVER_ANALYZED), {"tables": list(tables)}).scalars())
+    """Those of ``tables`` that have rows and no statistics of rows (never analyzed, or
+    analyzed while empty). Rows are those ``conn`` may see (its scope's, under row-level
+    security: the writer's own)."""
+    candidates = [t for t in conn.execute(text(_CANDIDATES), {"tables": list(tables)}).scalars()
+                  if t in GRAPH_TABLES]
+    return [t for t in candidates
+            if conn.execute(text(f"SELECT EXISTS (SELECT 1 FROM {t})")).scalar()]
 
 
 def analyze(conn: Connection, tables: list[str]) -> None:
