@@ -47,6 +47,6 @@ def never_analyzed(conn: Connection, tables: tuple[str, ...] = GRAPH_TABLES) -> 
 def analyze(conn: Connection, tables: list[str]) -> None:
     """ANALYZE ``tables`` (names from :func:`never_analyzed`) on ``conn``, which must be
     in autocommit mode and belong to the tables' owner (or a role with MAINTAIN)."""
-    if tables:
-        allowed = [t for t in tables if t in GRAPH_TABLES]  # names only ever from the list
+    allowed = [t for t in tables if t in GRAPH_TABLES]  # names only ever from the list
+    if allowed:  # (a bare ANALYZE would take every table of the database)
         conn.execute(text("ANALYZE " + ", ".join(allowed)))
