@@ -24,7 +24,7 @@ mermaid:
 
 # One question with one answer: no-LLM mode answers it from a sentence of the corpus (a
 # two-part question such as "What did Codd propose, and which systems were built on it?"
-# needs an answer model; see README, "no-LLM mode").
+# needs an answer model; see README, "Quickstart").
 DEMO_QUESTION ?= Which query language was based on Codd's relational calculus?
 
 # Embedded PostgreSQL + the bundled sample corpus + a streamed answer (no-LLM mode when no

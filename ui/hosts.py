@@ -25,5 +25,5 @@ def ui_exposure_warning(host: str) -> str:
         return ""
     return (f"warning: the UI has no login and {host} lets anyone who can reach it read and "
             "change the graph; bind it to 127.0.0.1 behind an authenticating reverse proxy "
-            "(e.g. oauth2-proxy or nginx with auth_basic; see README, 'The chat UI beyond "
+            "(e.g. oauth2-proxy or nginx with auth_basic; see docs/GUIDE.md, 'The chat UI beyond "
             "this machine')")

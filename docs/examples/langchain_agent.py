@@ -1,5 +1,5 @@
 """krag inside LangChain and LangGraph: the retriever in a two-line LCEL chain, the tool in
-a LangGraph prebuilt ReAct agent (README, "LangChain and LangGraph").
+a LangGraph prebuilt ReAct agent (docs/GUIDE.md, "LangChain and LangGraph").
 
 Run it from the repository root once the sample corpus is ingested::
 

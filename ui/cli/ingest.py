@@ -50,7 +50,7 @@ def ingest(
     terminal, a plain line every ``progress_every`` seconds otherwise), then a summary."""
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise BadInputError(f"--workers must be from 1 to {MAX_WORKERS} (got {workers}); "
-                            "more machines can share one database (README)")
+                            "more machines can share one database (docs/GUIDE.md)")
     if progress_every <= 0:
         raise BadInputError(f"--progress-every must be > 0 seconds (got {progress_every:g})")
     check_chunking(context)
