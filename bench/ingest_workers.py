@@ -1,5 +1,5 @@
 """LLM-bound ingest: the look-ahead, `--workers`, and several `krag ingest` processes on one
-database (issue 26, deliverables 3 and 4; results in docs/bench/ingest_workers.md).
+database (issue 26, deliverables 3 and 4; results in HISTORY: ingest_workers.md).
 
 The extraction model is the real ``ChatOpenAI`` client against the wire-protocol stub
 (``bench/llm_server.py``, in a process of its own) answering every chat request after a

@@ -14,7 +14,7 @@ their embeddings, instruction-like spans and full-text statistics too, as an ing
 them; ``--reuse`` keeps a database already loaded with the same parameters, and scans the
 chunks of one loaded before the spans were stored, once; with ``--defer-index`` a
 100k-entity load took 11 minutes on the 2 shared cores at load 12-15, see
-docs/bench/retrieval_1m.md). A load interrupted midway is
+HISTORY: retrieval_1m.md). A load interrupted midway is
 resumed by the same command; a second run on the same database stops with one line (an
 advisory lock held for the whole run). ``--no-prewarm --evict-cache --reuse`` is a cold
 pass. Then, in

@@ -53,7 +53,7 @@ def sync_documents(
     The statements cover every document of the call at once (one temporary table, one
     insert of chunks), not one round of them per document: storing the 2,884 passages of
     the multihop corpus one transaction each cost PostgreSQL a temporary table and about ten
-    statements per passage (docs/bench/ingest_docphase.md).
+    statements per passage (HISTORY: ingest_docphase.md).
 
     Two workers syncing the same document (two `krag ingest` on one corpus) take turns on a
     transaction-scoped advisory lock of its id, taken in id order (two calls over overlapping

@@ -6,7 +6,7 @@ PostgreSQL's autovacuum analyzes a table only when its launcher next visits the 
 column statistics. Until then the planner takes ``scope = ANY(...)`` to match 0.5 % of the
 rows, so the synonym look-up's k-NN (storage.synonyms) reads and sorts every entity instead
 of walking the HNSW index: 10-22 ms an entity at 3,000-10,000 entities against 0.45-0.57 ms
-with statistics (docs/bench/ingest_turn.md). The full-corpus no-LLM ingest spent its first
+with statistics (HISTORY: ingest_turn.md). The full-corpus no-LLM ingest spent its first
 minute there, inside the store turns the workers take one at a time. So a batch's writer
 analyzes, after writing its graph, those of :data:`GRAPH_TABLES` that have rows and no
 statistics of rows; after that autovacuum keeps the statistics, as for any table.

@@ -127,7 +127,7 @@ class KnowledgeStore:
         leave part of one; for writes that are redone when lost (an ingest's: a chunk whose
         write is lost is pending or claimed again), followed by :meth:`flush_commits` before
         the caller reports them done. On the test VM a synchronous commit costs ~8 ms of wall
-        (an fsync), an asynchronous one ~1 ms (docs/bench/ingest_17.md)."""
+        (an fsync), an asynchronous one ~1 ms (HISTORY: ingest_17.md)."""
         with self.engine.begin() as conn:
             if not durable:
                 conn.exec_driver_sql("SET LOCAL synchronous_commit = off")

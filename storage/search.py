@@ -47,7 +47,7 @@ HEAD_MIN_ROWS = 50_000
 # (storage.search.fact_vector). Sign bits lose neighbours: at 3M synthetic facts an exact
 # Hamming top-100 re-ranked kept .66 of the true 20 nearest, a top-200 .79; on MuSiQue 5 lost
 # R@5 .009, AllSupp@10 .03 and Ans@answer .04 against the full-vector index, 10 left every
-# measure within one question of it (docs/bench/million_cold.md).
+# measure within one question of it (HISTORY: million_cold.md).
 FACT_OVERSAMPLE = 10
 # Pages read in order after the head, when the head found a match (storage.search._head_first).
 NEXT_PAGES = 16 * HEAD_PAGES
@@ -130,7 +130,7 @@ def _head_first(conn: Connection, columns: str, table: str, where: str, *,
     than ``:n``: a common word is matched in the first pages instead of building a bitmap of
     tens of thousands of rows (100k-entity graph: 13-32 ms -> 0.4-2 ms; 1M: fact LIKE over
     240 questions 10 s -> 3 s with the next pages and :func:`needed_patterns`, the same
-    rows: docs/bench/million_p95.md). ``fenced``: a smaller table gets
+    rows: HISTORY: million_p95.md). ``fenced``: a smaller table gets
     :func:`_all_then_first` instead of the plain statement. On a smaller table
     that bitmap is cheap and the head only costs (MuSiQue, 17k-38k facts: retrieval p95
     66-72 ms with the head, 54-59 ms without), so it is the plain statement there (where

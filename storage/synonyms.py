@@ -36,7 +36,7 @@ EF_SEARCH = 20
 """The HNSW candidate list of the lookups: twice :data:`PER_ENTITY`. The pairs kept are
 near duplicates (cosine .8 or more), which a search at ef 20 finds as 40 does: on the
 19,680 entities of the MuSiQue/HotpotQA no-LLM graph both gave the same 22,170 pairs at
-35 % less time; at 10 it lost 782 (docs/bench/ingest_turn.md). The lookups run in each
+35 % less time; at 10 it lost 782 (HISTORY: ingest_turn.md). The lookups run in each
 no-LLM batch's store turn (graph_flows.indexing.in_order), which the workers take one at a
 time."""
 PAGE = 500  # entities computed per statement

@@ -46,7 +46,7 @@ from storage.evidence import fill_chunk_evidence
 SYNC_GROUP_DOCS = 100
 """Document versions stored per transaction at most by ``sync_documents``: one statement
 round and one temporary table for the group instead of one per document (the multihop
-corpus's 2,884 passages: docs/bench/ingest_docphase.md)."""
+corpus's 2,884 passages: HISTORY: ingest_docphase.md)."""
 SYNC_GROUP_CHARS = 1_000_000
 """Characters of cleaned text per group at most (a larger document is stored alone)."""
 

@@ -26,8 +26,8 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
 thing of the asked kind); "high" asks for evidence about every asked thing and for the
 answer to reach a candidate, directly (its sentence states the relation asked and another
 document says the same candidate) or through a bridge. Measured on the shared MuSiQue
-questions, both halves, and on held-out prose in docs/bench/confidence.md. The query loop's
-stop reason was no signal (docs/bench/confidence.md). The reason string names the signals.
+questions, both halves, and on held-out prose in HISTORY: confidence.md. The query loop's
+stop reason was no signal (HISTORY: confidence.md). The reason string names the signals.
 """
 
 from __future__ import annotations

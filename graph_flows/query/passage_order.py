@@ -28,7 +28,7 @@ passages name (its title's words all among theirs: the bridge's own article, the
 or that names a name of the question no placed passage names yet (a part of the question
 still uncovered); when none does, the next in order. A multi-hop question needs passages
 about different parts of it and about the bridge between them, not several passages about
-its best-matched part. docs/bench/head_r5.md has the measurements.
+its best-matched part. HISTORY: head_r5.md has the measurements.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ class WorkerPool:
     and each loads its models (:func:`warm_worker`) while this process still stores the
     documents; :meth:`run` hands them the extraction. The start of a worker (imports, spaCy,
     the ONNX session: about 5 s of CPU) no longer waits for the document phase to end
-    (docs/bench/ingest_docphase.md). Nothing is spawned before :meth:`start` or :meth:`run`;
+    (HISTORY: ingest_docphase.md). Nothing is spawned before :meth:`start` or :meth:`run`;
     :meth:`close` ends the processes (a pool started for workers the ingest then does not
     use costs their start only)."""
 
@@ -372,7 +372,7 @@ def merge_outputs(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 # The progress poll's share of the wall-clock at most: its statements count the scope's
 # chunks and graph (joins over the provenance), which grow with the store; polled every
 # 0.5 s they were a fifth of the embedded server's CPU in a full-corpus ingest (522 polls,
-# 71 s of 257 s: docs/bench/ingest_17.md). The wait after a poll is at least the poll's own
+# 71 s of 257 s: HISTORY: ingest_17.md). The wait after a poll is at least the poll's own
 # time divided by this.
 POLL_BUDGET = 0.02
 

@@ -27,7 +27,7 @@ TOKEN_BUDGET = 512
 """Padded tokens per ONNX run at most (texts x the longest of them). A run pads every text to
 its longest and its attention scores grow with texts x length squared: 32 passages of 60-256
 tokens per run cost 50 ms of CPU per passage, runs under this budget 17 ms, with the same
-fidelity to the fp32 model (docs/bench/ingest_speed.md). ``None``: runs of ``batch_size``
+fidelity to the fp32 model (HISTORY: ingest_speed.md). ``None``: runs of ``batch_size``
 texts whatever their lengths."""
 INTRA_OP_THREADS = 2
 
@@ -216,7 +216,7 @@ def limit_shared_threads(threads: int) -> bool:
     For a process that is one of several sharing the cores (the no-LLM ingest workers,
     graph_flows.services.ingest.WorkerPool): two workers on two cores, each running its
     ONNX runs on two threads, spent 8 % more CPU on the same vectors than on one thread
-    each (docs/bench/ingest_18.md), and the vectors are the same bit for bit (measured
+    each (HISTORY: ingest_18.md), and the vectors are the same bit for bit (measured
     there and tested)."""
     if threads < 1:
         raise ValueError(f"threads must be at least 1; got {threads}")

@@ -9,7 +9,7 @@ before it inserted its names. With GIN's fast update those inserts wait in the i
 pending list (up to ``gin_pending_list_limit``, 4 MB) and every search scans the whole list
 besides the tree: on a full MuSiQue store the batch's candidate statement took 0.86-0.97 s
 with the list as the ingest left it and 0.30-0.35 s after ``gin_clean_pending_list``
-(docs/bench/ingest_17.md). Without it each name's trigrams go into the tree as it is
+(HISTORY: ingest_17.md). Without it each name's trigrams go into the tree as it is
 inserted; searches read the tree only. The other GIN indexes keep their pending list: no
 statement of the ingest reads them.
 """

@@ -6,7 +6,7 @@ Revises: 0017
 ``storage.search.fact_vector`` (the question's nearest facts, on every retrieval) read the
 HNSW index over the full relation vectors: 4 bytes a dimension, 5.9 GB at 3,000,000 facts,
 and a search with ``ef_search`` 100 touches ~1,900 of its pages at random; on a cold page
-cache that was ~1,570 reads and ~400 ms a question (docs/bench/million_cold.md). This index
+cache that was ~1,570 reads and ~400 ms a question (HISTORY: million_cold.md). This index
 holds each vector's sign bits (``binary_quantize``: 1 bit a dimension, Hamming distance),
 so an element is ~1/32 of the bytes and the whole index stays small enough to be cached;
 the search asks it for 10x the facts wanted and re-ranks those by exact cosine on the
