@@ -2,7 +2,7 @@
 section at the top of the chapter "Indexing" of docs/bench/HISTORY.md).
 
 1. **LLM concurrency**: the real ``ChatOpenAI`` client against the wire-protocol stub server
-   of the tests (``bench/llm_server.py``) answering every chat request after a fixed
+   of the tests (``graph_flows/testing/llm_server.py``) answering every chat request after a fixed
    latency (default 200 ms), at concurrency 1, 4 and 8. Reports chunks/s, % of the ideal
    rate (concurrency / latency) and LLM calls per chunk. Embeddings are a hash embedder here
    so the number isolates the extraction stage; ``--minilm`` adds a row with the real
@@ -41,12 +41,12 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.fakes import ContentLLMServer, ScriptedChatModel  # noqa: E402
 from graph_flows.indexing.context import IndexingContext  # noqa: E402
 from graph_flows.services import ingest as runner  # noqa: E402
 from graph_flows.shared.providers import make_chat_model  # noqa: E402
 from graph_flows.shared.resources import Resources, use_resources  # noqa: E402
 from graph_flows.shared.settings import Settings  # noqa: E402
+from graph_flows.testing.fakes import ContentLLMServer, ScriptedChatModel  # noqa: E402
 from storage import KnowledgeStore, start_embedded, stop_embedded  # noqa: E402
 
 FIRST = ["Ada", "Grace", "Edgar", "Michael", "Karen", "Doug", "Shay", "Emil", "Hervé", "Yury",

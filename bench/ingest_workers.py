@@ -2,7 +2,8 @@
 database (issue 26, deliverables 3 and 4; results in HISTORY: ingest_workers.md).
 
 The extraction model is the real ``ChatOpenAI`` client against the wire-protocol stub
-(``bench/llm_server.py``, in a process of its own) answering every chat request after a
+(``graph_flows/testing/llm_server.py``, in a process of its own) answering every chat
+request after a
 fixed latency with the chunk's relation sentences as extraction JSON; everything else is the
 real pipeline on the generated corpus of ``bench/indexing_throughput.py``.
 
@@ -44,7 +45,6 @@ import psycopg
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables.config import var_child_runnable_config
 
-from bench.fakes import ContentLLMServer
 from bench.indexing_throughput import (
     Databases,
     StubServer,
@@ -58,6 +58,7 @@ from graph_flows.indexing.context import IndexingContext
 from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.scoped import whole_store_access
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ContentLLMServer
 from storage import KnowledgeStore
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,5 @@
-"""Memory of the process measuring itself (for the benchmarks' reports)."""
+"""Memory of the process measuring itself (for the benchmarks' reports): imported by
+``bench.retrieval_latency`` (its peak RSS column), not run by itself."""
 
 from __future__ import annotations
 

@@ -21,6 +21,9 @@ The graph imitates what LLM extraction produces from a technical corpus:
 Everything derives from ``seed``: the same arguments give the same graph and the same queries.
 Embeddings are generated per load batch (never all held as Python lists). Queries carry the
 text as typed and the same request as a natural question (``BenchQuery.question``).
+
+Not run by itself: imported by ``bench.retrieval_latency``, ``bench.export_synthetic`` and
+``bench.peer_compare``, which load it into PostgreSQL or export it for the peer.
 """
 
 from __future__ import annotations

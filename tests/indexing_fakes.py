@@ -1,6 +1,6 @@
 """Extraction fixtures for the indexing tests: a catalogue of known entities and the
 realistic LLM JSON naming them (:func:`catalogue_reply`). The scripted models themselves
-live in :mod:`bench.fakes` (the indexing benchmark uses them too).
+live in :mod:`graph_flows.testing.fakes` (the indexing benchmark uses them too).
 """
 
 from __future__ import annotations

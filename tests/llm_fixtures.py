@@ -1,4 +1,5 @@
-"""Pytest fixture ``llm_server``: a started :class:`bench.llm_server.LLMServer` per test.
+"""Pytest fixture ``llm_server``: a started
+:class:`graph_flows.testing.llm_server.LLMServer` per test.
 
 Import it from ``conftest.py`` (``from tests.llm_fixtures import llm_server  # noqa: F401``)
 or from a test module.
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.llm_server import LLMServer
+from graph_flows.testing.llm_server import LLMServer
 
 
 @pytest.fixture

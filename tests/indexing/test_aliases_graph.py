@@ -9,11 +9,11 @@ from typing import Any
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ScriptedChatModel
 from storage import KnowledgeStore, search
 
 # text -> entities the scripted model extracts from it (name, type), and relations

@@ -16,8 +16,6 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import text
 
-from bench.fakes import ScriptedChatModel, document_of
-from bench.llm_server import LLMServer
 from graph_flows.indexing.ahead import NextBatch
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.llm import (
@@ -32,6 +30,8 @@ from graph_flows.shared import providers
 from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ScriptedChatModel, document_of
+from graph_flows.testing.llm_server import LLMServer
 from prompts import load_prompt
 from storage import KnowledgeStore, ids, synonyms
 from tests.indexing_fakes import CATALOGUE, catalogue_reply

@@ -10,7 +10,6 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.ner import load_nlp
 from graph_flows.indexing.extraction.schema import Extraction
@@ -18,6 +17,7 @@ from graph_flows.indexing.extraction.validation import validate_extraction
 from graph_flows.services import ingest as runner
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ScriptedChatModel
 from storage import KnowledgeStore
 
 DOC = ("Microsoft acquired GitHub in 2018. Microsoft had invested in GitHub before. "

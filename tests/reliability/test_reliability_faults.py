@@ -25,14 +25,14 @@ import psycopg
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from bench.fakes import ContentLLMServer
-from bench.llm_server import LLMServer, RecordedRequest
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.shared import providers
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ContentLLMServer
+from graph_flows.testing.llm_server import LLMServer, RecordedRequest
 from storage import DatabaseUnavailableError, KnowledgeStore, start_embedded, stop_embedded
 from storage.claims import local_worker_id
 from storage.evidence import fill_chunk_embeddings

@@ -12,13 +12,13 @@ from typing import Any
 import psycopg
 import pytest
 
-from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.query import retrieval
 from graph_flows.query.answer import EXTRACTIVE_HEADER
 from graph_flows.shared import providers
 from graph_flows.shared.resources import Resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.llm_server import LLMServer
 from storage import search
 
 QUESTION = "What does the Analytical Engine use?"

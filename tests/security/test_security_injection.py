@@ -16,7 +16,6 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.validation import ValidationResult, validate_extraction
@@ -25,6 +24,7 @@ from graph_flows.shared import providers
 from graph_flows.shared.injection import fold_confusables, looks_like_injection
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ScriptedChatModel
 from storage import KnowledgeStore
 from tests.injection_corpus import (
     ATTACKS,

@@ -17,7 +17,6 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.query import loop
@@ -27,6 +26,7 @@ from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER
+from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
 from tests.procs import krag_env
 from tests.security.test_untrusted import open_tags

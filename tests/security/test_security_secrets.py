@@ -12,7 +12,6 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.llm_server import LLMServer
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
@@ -20,6 +19,7 @@ from graph_flows.shared import providers
 from graph_flows.shared.providers import make_chat_model
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
 from tests.ui.test_doctor_cli import run_krag
 

@@ -1,5 +1,6 @@
 """Provider factory, probes and the offline embedder, with the REAL LangChain clients
-talking to the fake wire-protocol server in :mod:`bench.llm_server` (no database)."""
+talking to the fake wire-protocol server in :mod:`graph_flows.testing.llm_server` (no
+database)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from bench.llm_server import LLMServer
 from graph_flows.shared import embeddings as emb_mod
 from graph_flows.shared import probes, providers
 from graph_flows.shared.providers import (
@@ -27,6 +27,7 @@ from graph_flows.shared.providers import (
     resolve_chat_model,
 )
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.llm_server import LLMServer
 from tests import llm_fixtures
 
 llm_server = llm_fixtures.llm_server  # harmless once conftest also provides it

@@ -11,7 +11,6 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from sqlalchemy import text
 
-from bench.fakes import ScriptedChatModel
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.extraction.schema import Extraction
 from graph_flows.indexing.extraction.types import normalize_attribute
@@ -21,6 +20,7 @@ from graph_flows.services import ingest as runner
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from graph_flows.shared.threads import in_context
+from graph_flows.testing.fakes import ScriptedChatModel
 from storage import KnowledgeStore, ids
 from storage.models import DocumentIn, EntityIn, RelationIn
 

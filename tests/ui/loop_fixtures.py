@@ -13,7 +13,8 @@ __all__ = ["ENOUGH", "FOLLOW", "QUESTION", "llm_script", "seed_two_hop", "stops"
 
 
 def llm_script(answer: str) -> list[str]:
-    """Replies of the fake LLM server (bench/llm_server.py) for one question that takes two
+    """Replies of the fake LLM server (graph_flows/testing/llm_server.py) for one question that
+    takes two
     rounds: the analysis, the planner's follow-up, the planner's "enough", the answer."""
     analysis = {"entities": ["Velmor Prize"], "keywords": ["founder", "childhood"],
                 "intent": "factual"}

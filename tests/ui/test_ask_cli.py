@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.llm_server import LLMServer
 from graph_flows.query import loop
+from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
 from tests.query_fixtures import seed_graph
 from tests.ui.loop_fixtures import FOLLOW, QUESTION, llm_script, seed_two_hop

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bench.fakes import ContentLLMServer
 from graph_flows.services import ingest as runner
 from graph_flows.services.sources import StatusReport
 from graph_flows.shared import providers
 from graph_flows.shared.resources import use_resources
+from graph_flows.testing.fakes import ContentLLMServer
 from storage import KnowledgeStore
 from storage.stats import SourceStats
 from tests.procs import run_cli as cli

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from bench.fakes import ContentLLMServer, document_in_body
-from bench.llm_server import LLMServer
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
 from graph_flows.shared import providers
 from graph_flows.shared.resources import NO_LLM, Resources, build_resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.fakes import ContentLLMServer, document_in_body
+from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
 from tests.pg_fixtures import url_rows
 from tests.procs import run_cli as cli

@@ -15,12 +15,12 @@ from langchain_core.messages import AIMessage
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from bench.llm_server import LLMServer
 from graph_flows.query import loop
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.providers import ChatResolution
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
+from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
 from tests.procs import krag_env
 from tests.query_fixtures import ScriptedChatModel, analysis_message

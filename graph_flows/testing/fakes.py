@@ -2,7 +2,8 @@
 
 - :class:`ScriptedChatModel`: an in-process fake chat model whose reply is computed from the
   prompt by a ``responder`` (so replies follow the chunk, whatever the concurrency).
-- :class:`ContentLLMServer`: the wire-protocol :class:`~bench.llm_server.LLMServer` whose
+- :class:`ContentLLMServer`: the wire-protocol
+  :class:`~graph_flows.testing.llm_server.LLMServer` whose
   chat replies are computed from the request body the same way (for subprocess runs).
 - :func:`rules_reply`: JSON of the rule extractor (deterministic for any text).
 """
@@ -19,7 +20,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from bench.llm_server import LLMServer, RecordedRequest
+from graph_flows.testing.llm_server import LLMServer, RecordedRequest
 
 _DOC = re.compile(r"<document>\n?(.*?)\n?</document>", re.S)
 
