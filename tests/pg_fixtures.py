@@ -26,6 +26,13 @@ TEST_MODEL = "local:minilm"
 TEMPLATE = "krag_test_template"
 
 
+def template_name() -> str:
+    """The template database of this test process: one per pytest-xdist worker, so workers
+    sharing an external server (``KRAG_TEST_DATABASE_URL``) never drop each other's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"{TEMPLATE}_{worker}" if worker else TEMPLATE
+
+
 def with_database(url: str, dbname: str) -> str:
     """The same server URL pointing at another database."""
     parts = urlsplit(url)
@@ -56,12 +63,13 @@ def _admin(url: str) -> psycopg.Connection:
 @pytest.fixture(scope="session")
 def pg_template(pg_server_url: str) -> str:
     """Name of a template database with the schema at head."""
+    name = template_name()
     with _admin(pg_server_url) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
-        conn.execute(f"CREATE DATABASE {TEMPLATE}")
-    store = open_app_store(with_database(pg_server_url, TEMPLATE))
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name}")
+    store = open_app_store(with_database(pg_server_url, name))
     store.close()
-    return TEMPLATE
+    return name
 
 
 def open_app_store(superuser_url: str, **kwargs: Any) -> KnowledgeStore:
