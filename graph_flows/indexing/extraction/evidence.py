@@ -103,6 +103,9 @@ def _evidence(left: Mention, right: Mention, lroot: Token | None,
     confidence = pair_confidence(kinds, verb=True, listed=listed)
     if rside.dep_ in _SUBJECTS and lside.dep_ not in _SUBJECTS:
         left, right, rside = right, left, lside
+        kinds = (kinds[1], kinds[0])
+    if kinds[0] == "date":  # a date is the time of an event, never the verb's subject
+        return Evidence(right, left, GENERIC_PREDICATE, confidence)
     return Evidence(left, right, _verb_phrase(common, rside), confidence)
 
 
@@ -175,12 +178,13 @@ def _path_up(token: Token) -> list[Token]:
 
 
 def _verb_phrase(verb: Token, object_side: Token) -> str:
-    """The verb with its auxiliaries, negation and particle, and the preposition (or
-    agent "by") through which the object hangs on it."""
-    words = [t for t in verb.children if t.dep_ in _VERB_PARTS] + [verb]
+    """The verb with its auxiliaries, negation and particle, then the preposition (or
+    agent "by") through which the object hangs on it, also when it stands before the verb
+    ("In 1970 Codd published ..." -> "published in")."""
+    words = sorted((t for t in verb.children if t.dep_ in _VERB_PARTS), key=lambda t: t.i)
+    words = [*(t for t in words if t.i < verb.i), verb, *(t for t in words if t.i > verb.i)]
     if object_side.dep_ in ("prep", "agent", "dative"):
         words.append(object_side)
-    words.sort(key=lambda t: t.i)
     return " ".join(t.text for t in words).lower()
 
 

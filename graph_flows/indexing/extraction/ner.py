@@ -9,8 +9,10 @@ and the rule extractor works on its capitalised-phrase rules alone.
 spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`: PERSON -> person,
 ORG -> organization, GPE/LOC/FAC -> location, dates with a number -> concept ...); numeric
 labels (CARDINAL, MONEY, PERCENT ...) are not entities of the graph. A date range ("1830 –
-1904") gives its two dates (:func:`_date_parts`). :func:`merge_mentions` joins NER and
-rule mentions.
+1904") gives its two dates (:func:`_date_parts`). A span is cut down to its name
+(:func:`rule_mentions.trimmed`: "the Semantic Web in" -> "Semantic Web", a title's closing
+quote ends it) before :func:`merge_mentions` joins NER and rule mentions, so the rule
+mentions fill the rest of the sentence.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type
+from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type, trimmed
 from graph_flows.shared.nlp import MODEL, UNUSED_PIPES, load_nlp
 
 __all__ = ["MODEL", "UNUSED_PIPES", "load_nlp", "merge_mentions", "named_mentions", "pipe"]
@@ -67,7 +69,10 @@ def named_mentions(sentence: Span) -> list[Mention]:
         if ent.label_ == "DATE":
             out.extend(_date_parts(text, start))
             continue
-        out.append(Mention(text, start, start + len(text), rtype, NER_CONFIDENCE))
+        mention = trimmed(sentence.text, Mention(text, start, start + len(text), rtype,
+                                                 NER_CONFIDENCE))
+        if mention is not None:
+            out.append(mention)
     return out
 
 
