@@ -4,8 +4,11 @@ The fact's text is the sentence. Its predicate is the verb phrase that connects 
 mentions in spaCy's dependency parse (their lowest common ancestor, when it is a verb, with
 its auxiliaries, negation, particle and the preposition leading to the object: "was founded
 by", "did not join", "was born in"); the mention on the verb's subject side becomes the
-subject. Without a connecting verb (a list, an apposition, "X of Y") the predicate is the
-generic ``relates_to``, subject and object in reading order.
+subject. A date is never that subject, and a mention inside another verb's clause (a
+participle, a relative clause: another verb on its path to the connecting one) takes no
+part in the connecting verb: such pairs get no predicate either. Without a connecting verb
+(a list, an apposition, "X of Y") the predicate is the generic ``relates_to``, subject and
+object in reading order.
 
 Confidence says how likely such a pair is to be a real relation, never more than a pattern
 (0.7-0.8) or an LLM (usually 0.8-0.9) claims (:func:`pair_confidence`): a place or
@@ -104,9 +107,16 @@ def _evidence(left: Mention, right: Mention, lroot: Token | None,
     if rside.dep_ in _SUBJECTS and lside.dep_ not in _SUBJECTS:
         left, right, rside = right, left, lside
         kinds = (kinds[1], kinds[0])
-    if kinds[0] == "date":  # a date is the time of an event, never the verb's subject
+    if kinds[0] == "date" or _in_clause(lpath, common) or _in_clause(rpath, common):
         return Evidence(right, left, GENERIC_PREDICATE, confidence)
     return Evidence(left, right, _verb_phrase(common, rside), confidence)
+
+
+def _in_clause(path: list[Token], verb: Token) -> bool:
+    """True when another verb lies between a mention and ``verb`` on its way up the parse:
+    the mention belongs to that verb's clause ("Illustra, founded by Stonebraker in 1992,
+    was based on POSTGRES": Stonebraker and 1992 hang on "founded"), not to ``verb``."""
+    return any(t.pos_ == "VERB" for t in path[1 : path.index(verb)])
 
 
 def _in_parenthesis_after(doc: Doc, name: Mention, date: Mention) -> bool:

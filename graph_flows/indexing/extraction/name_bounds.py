@@ -39,6 +39,7 @@ _EDGE = frozenset(" \t\n,;:")
 _PAIRS = (("(", ")"), ("[", "]"), ("{", "}"), ("“", "”"))
 _WORD = re.compile(r"[\w'’.-]+", re.UNICODE)
 _POSSESSIVE = re.compile(r"\w(?:['’]s|s['’])$", re.UNICODE)
+_CLITIC = re.compile(r"\s*['’]\w")
 _PREDICATE_HEAD = re.compile(r"^[\W_]+")
 _PREDICATE_TAIL = re.compile(r"[^\w)\]]+$")
 _PREDICATE_EDGES = re.compile(r"^[\W_]+|[\W_]+$")
@@ -75,14 +76,18 @@ def trim_predicate(phrase: str) -> str:
     based on"; a closing bracket that closes stays) and without a determiner or possessive
     determiner at its end ("described the" -> "described"): a predicate is a verb phrase,
     which ends with its verb, particle or preposition, never with the article of its
-    object."""
+    object. '' when a clitic without its host begins it ("'s", "'ll be") or fewer than two
+    letters or digits are left."""
+    if _CLITIC.match(phrase):
+        return ""
     phrase = _PREDICATE_TAIL.sub("", _PREDICATE_HEAD.sub("", phrase))
     if unbalanced(phrase):
         phrase = _PREDICATE_EDGES.sub("", phrase)
     words = phrase.split()
     while len(words) > 1 and words[-1] in DETERMINERS | POSSESSIVES:
         words.pop()
-    return " ".join(words)
+    phrase = " ".join(words)
+    return phrase if sum(c.isalnum() for c in phrase) >= 2 else ""
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:
