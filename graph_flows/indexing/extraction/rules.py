@@ -19,14 +19,17 @@ Entities:
   Type guesses from cue words (:mod:`rule_mentions`, :mod:`rule_lexicon`): title ("Dr.") ->
   person, organisation word ("Inc", "University") -> organization, "born/based in X" or a
   place word ("River") -> location, technical token -> technology, else concept.
+* Every mention is cut down to its name (:mod:`name_bounds`: lower-case function words, a
+  naming participle and half quotations off its ends); what is still a fragment is dropped.
 * Description: the first sentence that mentions the entity, trimmed to 300 characters.
 Relations:
 
 * A verb phrase alone between two neighbouring mentions (:data:`rule_lexicon.VERB_PATTERNS`:
   "uses", "is part of", "contains", "is defined as", "founded", passive "was founded by" with
-  subject and object swapped ...) -> that type, confidence 0.7-0.8; for uses/contains/
-  part_of/defines a lowercase noun phrase after the verb is accepted as the object
-  ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
+  subject and object swapped ...) -> that type, confidence 0.7-0.8; not after a comma, nor
+  with a bare number as subject; for uses/contains/part_of/defines a lowercase noun phrase
+  after the verb is accepted as the object ("The Analytical Engine uses punched cards" ->
+  concept "punched cards", 0.65; :mod:`rule_objects`).
 * One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "headquartered
   in", "acquired by", "led by", "maintained by", "released under" -> relates_to with that
   ``attribute``, so a newer statement supersedes an older one (storage.supersede).
