@@ -275,6 +275,10 @@ class KnowledgeStore:
         """Per (scope, source) statistics; see :func:`storage.stats.source_stats`."""
         return stats.source_stats(self.engine, scope, sources)
 
+    def graph_names(self, scope: str) -> tuple[list[str], list[str]]:
+        """(entity names, stated relation texts) of a scope; :func:`storage.stats.graph_names`."""
+        return stats.graph_names(self.engine, scope)
+
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model, dimension) of the stored vectors."""
         return stats.embedding_info(self.engine)

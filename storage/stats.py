@@ -103,3 +103,15 @@ def failed_chunks(
             ORDER BY s.updated_at DESC, s.chunk_id LIMIT :limit"""),
             {"scope": scope, "source": source, "limit": limit}).all()
     return [(r.uri, r.chunk_id, r.error) for r in rows]
+
+
+def graph_names(engine: Engine, scope: str) -> tuple[list[str], list[str]]:
+    """(entity names, stated relation texts) of one scope's current graph, for counting
+    fragments (bench/fragment_names.py)."""
+    with engine.connect() as conn:
+        names = conn.execute(text("SELECT name FROM entities WHERE scope = :s"),
+                             {"s": scope}).scalars().all()
+        said = conn.execute(text(
+            "SELECT predicate_text FROM relations WHERE scope = :s AND invalid_at IS NULL "
+            "AND predicate_text IS NOT NULL"), {"s": scope}).scalars().all()
+    return list(names), list(said)

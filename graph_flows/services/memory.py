@@ -38,6 +38,8 @@ DROP_TEXT = {
     "low_confidence": "its confidence is below the minimum of {min}",
     "bad_name": "the subject or object name is empty, has no letter or digit, or is over "
                 "200 characters",
+    "fragment": "the subject or object is a piece of a sentence, not a name (only a function "
+                "word such as 'the')",
     "self_loop": "subject and object are the same entity",
     "unknown_endpoint": "its subject or object was rejected",
     "over_limit": "it exceeds the per-fact limits",

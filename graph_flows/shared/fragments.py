@@ -4,11 +4,15 @@ One definition for everything that judges names: the answer's diagram measure
 (``krag eval multihop``'s ``diagram.fragment_names_share``), the count of fragments in a
 stored graph, and the no-LLM extractor's filter. A name is a fragment when
 
-- its first or last word is a lower-case function word (``the``, ``of``, ``its``, ``own``,
-  ``called`` is not one: a closed grammatical class, see :data:`FUNCTION_WORDS`), as in
-  "Mother of", "Revolt of the", "own query language". A capitalised first or last word is
-  kept: title case capitalises function words inside real names ("The Hague", "Stand By Me");
-- it ends with a possessive ("Codd's"), or is only a possessive or a determiner;
+- its first or last word is a lower-case function word (``the``, ``of``, ``its``, ``own``:
+  a closed grammatical class, see :data:`FUNCTION_WORDS`), as in "Mother of", "Revolt of
+  the", "own query language". A capitalised first or last word is kept: title case
+  capitalises function words inside real names ("The Hague", "Stand By Me");
+- its last word is a lower-case participle of a verb of naming (``called``, ``named``,
+  :data:`NAMING_PARTICIPLES`): such a verb needs the name as its complement, so a phrase
+  ending with it was cut before the name ("query language called");
+- it ends with a possessive ("Codd's"), or is only a function word ("The", "its"; an
+  acronym spelled like one is a name: "US", "WHO", "IT");
 - it is a bare number (digits and separators) that is not the answer ("1992" as a node);
 - its quotes or brackets are unbalanced (``Data Banks" in Co``).
 
@@ -40,6 +44,8 @@ CONJUNCTIONS = _words("and or but nor yet as if than whether while because altho
 PRONOUNS = _words("i me he him she it they them we us you who whom which what")
 FUNCTION_WORDS = DETERMINERS | POSSESSIVES | PREPOSITIONS | CONJUNCTIONS | PRONOUNS
 """English function words: the closed classes a name does not start or end with."""
+NAMING_PARTICIPLES = _words("called named termed dubbed titled entitled nicknamed")
+"""Participles of the verbs of naming, whose complement is the name itself."""
 
 _WORD = re.compile(r"[\w'’.-]+", re.UNICODE)
 _NUMBER = re.compile(r"[\d\s.,:/–—-]+")
@@ -64,6 +70,11 @@ def is_number(name: str) -> bool:
     return bool(flat) and any(c.isdigit() for c in flat) and bool(_NUMBER.fullmatch(flat))
 
 
+def _acronym(word: str) -> bool:
+    """All capitals, two or more letters ("US", "WHO", "IT"): a name, not a function word."""
+    return word.isupper() and sum(c.isalpha() for c in word) >= 2
+
+
 def is_fragment(name: str, answers: Iterable[str] = ()) -> bool:
     """True when ``name`` reads as a piece of a sentence, not a name (module docstring).
     A bare number is a fragment unless it is one of ``answers`` (case and punctuation
@@ -81,9 +92,9 @@ def is_fragment(name: str, answers: Iterable[str] = ()) -> bool:
     first, last = words[0], words[-1]
     if first.islower() and first in FUNCTION_WORDS:
         return True
-    if last.islower() and last in FUNCTION_WORDS:
+    if last.islower() and (last in FUNCTION_WORDS or last in NAMING_PARTICIPLES):
         return True
-    if len(words) == 1 and first.casefold() in FUNCTION_WORDS:
+    if len(words) == 1 and first.casefold() in FUNCTION_WORDS and not _acronym(first):
         return True
     return bool(_POSSESSIVE.search(flat))
 

@@ -11,7 +11,7 @@ from graph_flows.shared.fragments import fragment_share, is_fragment
     "City and County of", "University of Vienna The Botanical Garden of", "Mother of",
     "Revolt of the", "own query language", "its successor", "the University",
     'Relational Model of Data for Large Shared Data Banks" in Co', "Codd's", "1992",
-    "3,000", "(Ingres", "the", "Of", "",
+    "3,000", "(Ingres", "the", "Of", "", "query language called", "a language named",
 ])
 def test_fragments(name: str) -> None:
     assert is_fragment(name)
@@ -20,7 +20,8 @@ def test_fragments(name: str) -> None:
 @pytest.mark.parametrize("name", [
     "QUEL", "Edgar F. Codd", "The Hague", "Stand By Me", "University of California, Berkeley",
     "relational calculus", "Black Hawk Down", "Ingres (database)",
-    "Saint Peter's Basilica", "R2-D2",
+    "Saint Peter's Basilica", "R2-D2", "The Man Called Flintstone", "Called to Serve",
+    "US", "WHO", "IT",
 ])
 def test_names(name: str) -> None:
     assert not is_fragment(name)

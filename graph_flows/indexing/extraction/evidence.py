@@ -4,8 +4,11 @@ The fact's text is the sentence. Its predicate is the verb phrase that connects 
 mentions in spaCy's dependency parse (their lowest common ancestor, when it is a verb, with
 its auxiliaries, negation, particle and the preposition leading to the object: "was founded
 by", "did not join", "was born in"); the mention on the verb's subject side becomes the
-subject. Without a connecting verb (a list, an apposition, "X of Y") the predicate is the
-generic ``relates_to``, subject and object in reading order.
+subject. A date is never that subject, and a mention inside another verb's clause (a
+participle, a relative clause: another verb on its path to the connecting one) takes no
+part in the connecting verb: such pairs get no predicate either. Without a connecting verb
+(a list, an apposition, "X of Y") the predicate is the generic ``relates_to``, subject and
+object in reading order.
 
 Confidence says how likely such a pair is to be a real relation, never more than a pattern
 (0.7-0.8) or an LLM (usually 0.8-0.9) claims (:func:`pair_confidence`): a place or
@@ -103,7 +106,17 @@ def _evidence(left: Mention, right: Mention, lroot: Token | None,
     confidence = pair_confidence(kinds, verb=True, listed=listed)
     if rside.dep_ in _SUBJECTS and lside.dep_ not in _SUBJECTS:
         left, right, rside = right, left, lside
+        kinds = (kinds[1], kinds[0])
+    if kinds[0] == "date" or _in_clause(lpath, common) or _in_clause(rpath, common):
+        return Evidence(right, left, GENERIC_PREDICATE, confidence)
     return Evidence(left, right, _verb_phrase(common, rside), confidence)
+
+
+def _in_clause(path: list[Token], verb: Token) -> bool:
+    """True when another verb lies between a mention and ``verb`` on its way up the parse:
+    the mention belongs to that verb's clause ("Illustra, founded by Stonebraker in 1992,
+    was based on POSTGRES": Stonebraker and 1992 hang on "founded"), not to ``verb``."""
+    return any(t.pos_ == "VERB" for t in path[1 : path.index(verb)])
 
 
 def _in_parenthesis_after(doc: Doc, name: Mention, date: Mention) -> bool:
@@ -175,12 +188,13 @@ def _path_up(token: Token) -> list[Token]:
 
 
 def _verb_phrase(verb: Token, object_side: Token) -> str:
-    """The verb with its auxiliaries, negation and particle, and the preposition (or
-    agent "by") through which the object hangs on it."""
-    words = [t for t in verb.children if t.dep_ in _VERB_PARTS] + [verb]
+    """The verb with its auxiliaries, negation and particle, then the preposition (or
+    agent "by") through which the object hangs on it, also when it stands before the verb
+    ("In 1970 Codd published ..." -> "published in")."""
+    words = sorted((t for t in verb.children if t.dep_ in _VERB_PARTS), key=lambda t: t.i)
+    words = [*(t for t in words if t.i < verb.i), verb, *(t for t in words if t.i > verb.i)]
     if object_side.dep_ in ("prep", "agent", "dative"):
         words.append(object_side)
-    words.sort(key=lambda t: t.i)
     return " ".join(t.text for t in words).lower()
 
 

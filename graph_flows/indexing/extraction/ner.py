@@ -9,8 +9,10 @@ and the rule extractor works on its capitalised-phrase rules alone.
 spaCy labels map onto the product's entity types (:data:`LABEL_TYPES`: PERSON -> person,
 ORG -> organization, GPE/LOC/FAC -> location, dates with a number -> concept ...); numeric
 labels (CARDINAL, MONEY, PERCENT ...) are not entities of the graph. A date range ("1830 –
-1904") gives its two dates (:func:`_date_parts`). :func:`merge_mentions` joins NER and
-rule mentions.
+1904") gives its two dates (:func:`_date_parts`). A span is cut down to its name
+(:func:`rule_mentions.trimmed`: "the Semantic Web in" -> "Semantic Web", a title's closing
+quote ends it) before :func:`merge_mentions` joins NER and rule mentions, so the rule
+mentions fill the rest of the sentence.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type
+from graph_flows.indexing.extraction.rule_mentions import Mention, cue_type, trimmed
 from graph_flows.shared.nlp import MODEL, UNUSED_PIPES, load_nlp
 
 __all__ = ["MODEL", "UNUSED_PIPES", "load_nlp", "merge_mentions", "named_mentions", "pipe"]
@@ -43,7 +45,7 @@ and political groups ("Catholics", "Democratic", "Protestant") are told apart by
 (:data:`_GROUP_ENDING`) and become organizations."""
 _GROUP_ENDING = re.compile(r"(?:ic|ics|ism|ist|ists|ant|ants|s)$")
 _LEADING = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-_RANGE = re.compile(r"\s*[–—]\s*|\s+-\s+|\s+to\s+")
+_RANGE = re.compile(r"\s*[–—]\s*|\s+-\s+|\s+(?:to|and)\s+")
 _YEAR = re.compile(r"\d{4}")
 _TRAILING = re.compile(r"\s*(?:['’]s?|[,;:])$")
 
@@ -60,20 +62,23 @@ def named_mentions(sentence: Span) -> list[Mention]:
         lead = _LEADING.match(text)
         start = ent.start_char - base + (lead.end() if lead else 0)
         text = _TRAILING.sub("", text[lead.end() if lead else 0 :])
-        if not any(c.isalnum() for c in text) or (ent.label_ == "DATE" and not _has_digit(text)):
+        mention = trimmed(sentence.text, Mention(text, start, start + len(text), rtype,
+                                                 NER_CONFIDENCE))
+        if mention is None or (ent.label_ == "DATE" and not _has_digit(mention.name)):
             continue
-        if ent.label_ == "NORP" and _GROUP_ENDING.search(text):
-            rtype = "organization"
+        if ent.label_ == "NORP" and _GROUP_ENDING.search(mention.name):
+            mention = replace(mention, type="organization")
         if ent.label_ == "DATE":
-            out.extend(_date_parts(text, start))
-            continue
-        out.append(Mention(text, start, start + len(text), rtype, NER_CONFIDENCE))
+            out.extend(_date_parts(mention.name, mention.start))
+        else:
+            out.append(mention)
     return out
 
 
 def _date_parts(text: str, start: int) -> list[Mention]:
-    """A date, or the two ends of a range ("1830 – 1904", "5 May 1901 - 2 June 1980") as two
-    dates when both ends name a number and the second a year ("1991–92" stays whole)."""
+    """A date, or the two ends of a range ("1830 – 1904", "5 May 1901 - 2 June 1980",
+    "between 1979 and 1982" once trimmed) as two dates when both ends name a number and the
+    second a year ("1991–92" stays whole)."""
     match = _RANGE.search(text)
     parts = [(0, len(text))]
     if match and _has_digit(text[: match.start()]) and _YEAR.search(text[match.end() :]):

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from graph_flows.indexing.extraction import rule_lexicon as lex
+from graph_flows.indexing.extraction.name_bounds import is_junk, trim_span
 
 MAX_NAME_WORDS = 5
 _TOKEN = re.compile(r"[^\W_](?:[\w.+#'’&-]*[\w+#])?")
@@ -135,6 +136,18 @@ def find_mentions(sentence: str, known: set[str]) -> list[Mention]:
             mentions.append(mention)
         i = j
     return mentions
+
+
+def trimmed(sentence: str, mention: Mention) -> Mention | None:
+    """The mention cut down to its name (:func:`name_bounds.trim_span`: function words,
+    a naming participle and half quotations off its ends), or None when what is left is no
+    name (:func:`name_bounds.is_junk`)."""
+    span = trim_span(sentence, mention.start, mention.end)
+    if span is None or is_junk(sentence[span[0] : span[1]]):
+        return None
+    if span == (mention.start, mention.end):
+        return mention
+    return replace(mention, name=sentence[span[0] : span[1]], start=span[0], end=span[1])
 
 
 def _gap(sentence: str, left: _Token, right: _Token) -> str:

@@ -19,14 +19,17 @@ Entities:
   Type guesses from cue words (:mod:`rule_mentions`, :mod:`rule_lexicon`): title ("Dr.") ->
   person, organisation word ("Inc", "University") -> organization, "born/based in X" or a
   place word ("River") -> location, technical token -> technology, else concept.
+* Every mention is cut down to its name (:mod:`name_bounds`: lower-case function words, a
+  naming participle and half quotations off its ends); what is still a fragment is dropped.
 * Description: the first sentence that mentions the entity, trimmed to 300 characters.
 Relations:
 
 * A verb phrase alone between two neighbouring mentions (:data:`rule_lexicon.VERB_PATTERNS`:
   "uses", "is part of", "contains", "is defined as", "founded", passive "was founded by" with
-  subject and object swapped ...) -> that type, confidence 0.7-0.8; for uses/contains/
-  part_of/defines a lowercase noun phrase after the verb is accepted as the object
-  ("The Analytical Engine uses punched cards" -> concept "punched cards", 0.65).
+  subject and object swapped ...) -> that type, confidence 0.7-0.8; not after a comma, nor
+  with a bare number as subject; for uses/contains/part_of/defines a lowercase noun phrase
+  after the verb is accepted as the object ("The Analytical Engine uses punched cards" ->
+  concept "punched cards", 0.65; :mod:`rule_objects`).
 * One-at-a-time properties first (:data:`rule_lexicon.ATTRIBUTE_PATTERNS`): "headquartered
   in", "acquired by", "led by", "maintained by", "released under" -> relates_to with that
   ``attribute``, so a newer statement supersedes an older one (storage.supersede).
@@ -61,7 +64,9 @@ from graph_flows.indexing.extraction.rule_mentions import (
     Mention,
     capitalised_words,
     find_mentions,
+    trimmed,
 )
+from graph_flows.indexing.extraction.rule_objects import object_span
 from graph_flows.indexing.extraction.rule_output import limited
 from graph_flows.indexing.extraction.schema import (
     ExtractedEntity,
@@ -69,6 +74,7 @@ from graph_flows.indexing.extraction.schema import (
     Extraction,
 )
 from graph_flows.indexing.extraction.validation import name_key
+from graph_flows.shared.fragments import is_number
 
 FACT_CHARS = 300
 COOCCURRENCE_CONFIDENCE = 0.3
@@ -134,9 +140,10 @@ def _extract(sentences: list[str], docs: list[Any] | None) -> Extraction:
         mentions = find_mentions(sentence, known)
         if docs is not None:
             mentions = merge_mentions(sentence, named_mentions(docs[k][:]), mentions)
+        mentions = [t for m in mentions if (t := trimmed(sentence, m)) is not None]
         for mention in mentions:
             _add_entity(found, _entity(mention, sentence))
-        _relate(found, sentence, mentions, cooccur=docs is None)
+        _relate(found, sentence, mentions, None if docs is None else docs[k])
         if docs is None:
             continue
         evidence, previous = evidence_with_coreference(docs[k], mentions, previous, topic,
@@ -198,18 +205,19 @@ def _add_entity(found: _Found, entity: ExtractedEntity) -> None:
     found.entities[key] = old.model_copy(update=update)
 
 
-def _relate(found: _Found, sentence: str, mentions: list[Mention], cooccur: bool = True) -> None:
-    """Verb-pattern relations and (``cooccur``) co-occurrences between neighbouring mentions."""
+def _relate(found: _Found, sentence: str, mentions: list[Mention], doc: Any = None) -> None:
+    """Verb-pattern relations, and without a parse (``doc``) co-occurrences between
+    neighbouring mentions."""
     cooccurrences = 0
     for i, left in enumerate(mentions):
         right = mentions[i + 1] if i + 1 < len(mentions) else None
         between = sentence[left.end : right.start] if right else ""
         relation = _verb_relation(sentence, left, right, between) if right else None
         if relation is None:
-            relation = _object_phrase_relation(found, sentence, left)
+            relation = _object_phrase_relation(found, sentence, left, doc)
         if relation is not None:
             found.verb_relations.append(relation)
-        elif cooccur and right is not None and cooccurrences < COOCCURRENCE_PER_SENTENCE:
+        elif doc is None and right is not None and cooccurrences < COOCCURRENCE_PER_SENTENCE:
             cooccurrences += 1
             found.cooccurrences.append(
                 _relation(left, right, "mentions", COOCCURRENCE_CONFIDENCE, sentence)
@@ -220,16 +228,26 @@ def _verb_relation(
     sentence: str, left: Mention, right: Mention, between: str
 ) -> ExtractedRelation | None:
     """The relation whose verb phrase is all the text between two mentions, if any, dated
-    when the sentence names one year ("in 1996"); attribute patterns first."""
+    when the sentence names one year ("in 1996"); attribute patterns first. None when a
+    comma opens the text between (English puts no comma between a subject and its verb:
+    the left mention closes an inserted phrase, "Illustra, founded in 1992, was based on
+    POSTGRES", and is not the verb's subject) or when the subject is a bare number (a year
+    is the time of an event, not its agent)."""
+    if between.lstrip().startswith(","):
+        return None
     for exact, rtype, swap, confidence, attribute in _ATTRIBUTES:
         if exact.match(between):
             subject, obj = (right, left) if swap else (left, right)
+            if is_number(subject.name):
+                return None
             rel = _relation(subject, obj, rtype, confidence, sentence)
             return rel.model_copy(update={"attribute": attribute,
                                           "valid_at": sentence_year(sentence)})
     for exact, _, rtype, swap, confidence in _VERBS:
         if exact.match(between):
             subject, obj = (right, left) if swap else (left, right)
+            if is_number(subject.name):
+                return None
             rel = _relation(subject, obj, rtype, confidence, sentence)
             return rel.model_copy(update={"valid_at": sentence_year(sentence), "predicate_text":
                                           None if swap else " ".join(between.split())})
@@ -244,35 +262,23 @@ def sentence_year(sentence: str) -> str | None:
 
 
 def _object_phrase_relation(
-    found: _Found, sentence: str, left: Mention
+    found: _Found, sentence: str, left: Mention, doc: Any = None
 ) -> ExtractedRelation | None:
-    """A relation to a lowercase noun phrase right after a verb ("uses punched cards")."""
+    """A relation to a lowercase noun phrase right after a verb ("uses punched cards"; the
+    phrase's bounds: :func:`rule_objects.object_span`)."""
     rest = sentence[left.end :]
     for _, prefix, rtype, swap, confidence in _VERBS:
         match = prefix.match(rest)
         if swap or rtype not in lex.OBJECT_PHRASE_TYPES or match is None:
             continue
-        phrase = _trim_phrase(match.group("obj"))
-        if not phrase:
+        span = object_span(sentence, left.end + match.start("obj"), left.end + match.end("obj"),
+                           doc)
+        if span is None or is_number(left.name):
             return None
-        start = left.end + match.start("obj")
-        obj = Mention(phrase, start, start + len(phrase), "concept", OBJECT_PHRASE_CONFIDENCE)
+        obj = Mention(sentence[span[0] : span[1]], *span, "concept", OBJECT_PHRASE_CONFIDENCE)
         _add_entity(found, _entity(obj, sentence))
         return _relation(left, obj, rtype, min(confidence, OBJECT_PHRASE_CONFIDENCE), sentence)
     return None
-
-
-def _trim_phrase(phrase: str) -> str:
-    """Cut a noun phrase at its first stop word; '' when nothing meaningful is left."""
-    words: list[str] = []
-    for word in phrase.split():
-        if word.lower() in lex.OBJECT_STOP:
-            break
-        words.append(word)
-    while words and words[-1].lower() in lex.STOPWORDS:
-        words.pop()
-    text = " ".join(words)
-    return text if len(text) >= 3 and any(w.lower() not in lex.STOPWORDS for w in words) else ""
 
 
 def _relation(

@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from graph_flows.indexing.extraction.name_bounds import is_junk, trim_name, trim_predicate
 from graph_flows.indexing.extraction.schema import (
     CAP_ENTITIES,
     CAP_RELATIONS,
@@ -67,6 +68,7 @@ MAX_PREDICATE_CHARS = 100
 DROP_REASONS = (
     "malformed",
     "bad_name",
+    "fragment",
     "injection",
     "low_confidence",
     "duplicate",
@@ -113,6 +115,12 @@ def clean_name(name: str) -> str:
     return " ".join(_CONTROL.sub(" ", ZERO_WIDTH.sub("", str(name))).split())
 
 
+def entity_name(name: str) -> str:
+    """A name as the graph stores it: cleaned (:func:`clean_name`) and cut down to the name
+    it holds (:func:`name_bounds.trim_name`: "the Semantic Web in" -> "Semantic Web")."""
+    return trim_name(clean_name(name))
+
+
 def name_key(name: str) -> str:
     """Matching key of a name: NFKC, case-folded, whitespace collapsed."""
     return " ".join(normalize_for_matching(name).casefold().split())
@@ -130,8 +138,10 @@ class ValidationResult:
 def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> ValidationResult:
     """Keep only entities and relations fit for the graph.
 
-    Entities: name cleaned (whitespace collapsed); dropped when the name is empty, has no
-    letter or digit, or exceeds 200 characters (``bad_name``), when name or description looks
+    Entities: name cleaned (whitespace collapsed) and cut down to the name it holds
+    (:func:`entity_name`); dropped when the name is empty, has no letter or digit, or
+    exceeds 200 characters (``bad_name``), when it is still a fragment of a sentence
+    (:func:`name_bounds.is_junk`) (``fragment``), when name or description looks
     like an injection, as cleaned or as sent (a markdown role heading such as "### System:"
     is only recognisable before line breaks are collapsed) (``injection``), below
     ``min_confidence`` (``low_confidence``, after clamping to [0, 1]); type normalised; a
@@ -142,8 +152,10 @@ def validate_extraction(ex: Extraction, *, min_confidence: float = 0.6) -> Valid
     confidence and the longest description (``duplicate``); at most CAP_ENTITIES kept
     (``over_limit``).
 
-    Relations: predicate normalised to a canonical type, ``predicate_text`` the predicate as
-    stated (at most 100 characters; None when it repeats the type), the fact the original
+    Relations: endpoints named as entities are (:func:`entity_name`); predicate normalised
+    to a canonical type, ``predicate_text`` the predicate as stated
+    (:func:`name_bounds.trim_predicate`: no punctuation or determiner at its ends; at most
+    100 characters; None when it repeats the type), the fact the original
     wording (empty: "subject predicate object"); dropped on injection in any field, low
     confidence, an endpoint that is not a kept entity (matched on the name key, then spelled
     like the entity: ``unknown_endpoint``), same endpoint twice (``self_loop``), duplicates
@@ -191,10 +203,13 @@ def _check_entity(
     item: ExtractedEntity, min_confidence: float, dropped: Counter[str]
 ) -> ExtractedEntity | None:
     """One entity cleaned and normalised, or None (the reason counted)."""
-    name = clean_name(item.name)
+    name = entity_name(item.name)
     description = clean_name(item.description)
     if not name or len(name) > MAX_NAME_CHARS or not any(c.isalnum() for c in name):
         dropped["bad_name"] += 1
+        return None
+    if is_junk(name):
+        dropped["fragment"] += 1
         return None
     if any(looks_like_injection(t) for t in (name, description, item.name, item.description)):
         dropped["injection"] += 1
@@ -256,9 +271,9 @@ def _check_relation(
     dropped: Counter[str],
 ) -> ExtractedRelation | None:
     """One relation cleaned, normalised and attached to kept entities, or None."""
-    subject, obj = clean_name(item.subject), clean_name(item.object)
+    subject, obj = entity_name(item.subject), entity_name(item.object)
     stated = item.predicate_text or item.predicate
-    phrase = clean_name(stated.replace("_", " "))
+    phrase = trim_predicate(clean_name(stated.replace("_", " ")))
     fact = clean_name(item.fact) or f"{subject} {phrase} {obj}"
     raw = (item.subject, item.object, item.predicate, stated, item.fact, item.attribute or "")
     if any(looks_like_injection(t) for t in (subject, obj, phrase, fact, *raw)):
