@@ -5,16 +5,17 @@ line in a typed error, :class:`InvalidIndexingInputError`, and nothing is stored
 
 - types as :class:`~graph_flows.indexing.state.InputState` declares them: ``paths`` a list
   of non-empty strings, ``texts`` a list of non-empty strings (a bare string is not taken
-  for a list of characters), ``records`` a list of ``{"uri", "text", "title"?}`` objects,
-  ``source`` and ``scope`` strings, ``retry_failed`` and ``extract`` booleans;
-- control characters (:mod:`graph_flows.shared.control_chars`) in a path, a record's uri or
-  title, the source or the scope; a scope name the store would refuse;
+  for a list of characters), ``records`` a list of ``{"uri", "text", "title"?}`` objects
+  (a record's empty text is skipped and reported, as an empty file is), ``source`` and
+  ``scope`` strings, ``retry_failed`` and ``extract`` booleans;
+- control characters (:mod:`graph_flows.shared.control_chars`) in a path, a record's uri,
+  the source or the scope (identities and names); a scope name the store would refuse;
 - nothing to do: no paths, texts or records (or only empty lists), unless the run names the
   scope or source whose pending chunks it extracts (a worker: ``{"scope": ..., "source":
   ...}``) or asks to retry failed chunks; ``extract: false`` with no documents.
 
-Document text itself is not refused for control characters: cleaning removes them (a NUL
-included), for texts, records and files alike.
+Document text and titles are not refused for control characters: cleaning removes them (a
+NUL included), for texts, records and files alike (``sync_documents``).
 """
 
 from __future__ import annotations
@@ -68,14 +69,13 @@ def _records(value: Any) -> list[dict[str, Any]]:
             raise InvalidIndexingInputError(
                 f"records[{n}] has an unknown key {unknown[0][:40]!r}; a record has uri, "
                 "text and (optionally) title.")
-        for key in ("uri", "text"):
-            if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise InvalidIndexingInputError(
-                    f"records[{n}].{key} must be a non-empty string.")
+        if not isinstance(rec.get("uri"), str) or not rec["uri"].strip():
+            raise InvalidIndexingInputError(f"records[{n}].uri must be a non-empty string.")
+        _refuse(control_message(f"records[{n}].uri", rec["uri"]))
+        if not isinstance(rec.get("text"), str):  # an empty one is skipped and reported
+            raise InvalidIndexingInputError(f"records[{n}].text must be a string.")
         if rec.get("title") is not None and not isinstance(rec["title"], str):
             raise InvalidIndexingInputError(f"records[{n}].title must be a string or null.")
-        for key in ("uri", "title"):
-            _refuse(control_message(f"records[{n}].{key}", rec.get(key) or ""))
     return value
 
 
