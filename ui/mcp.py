@@ -44,7 +44,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ConfigDict, Field, ValidationError
 
-from graph_flows.services.errors import RequestError
+from graph_flows.services.errors import RequestError, first_line, is_user_error, log_failure
 from graph_flows.services.kag_args import (
     KAG_QUERY_DESCRIPTION,
     KagQueryArgs,
@@ -112,15 +112,19 @@ class _Server(MCPServer):
 
 
 def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
-    """A :class:`RequestError` of the use case becomes the tool error the client sees."""
+    """A refusal of the caller's input (a :class:`RequestError` of the use case, or another
+    user error: :func:`~graph_flows.services.errors.is_user_error`) becomes the tool error
+    the client sees, logged as one warning line without a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
             return fn(*args, **kwargs)
-        except RequestError as exc:
-            log.info("%s refused: %s", fn.__name__, exc)
-            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            if not is_user_error(exc):
+                raise
+            log_failure(log, fn.__name__, exc)
+            raise ToolError(first_line(exc)) from None
 
     return wrapper
 

@@ -35,8 +35,11 @@ that fails after embedding is retried or its batch claimed again, and embeds aga
 Invoke with ``graph_flows.services.ingest.run_indexing(inputs, IndexingContext(...))`` (it
 sets a recursion limit fit for thousands of batches) or
 ``graph.invoke(inputs, context=..., config=...)``. An input key :class:`InputState` does not
-declare is a ``ValueError`` at the run's entry
-(:func:`graph_flows.shared.graph_input.refuse_unknown_keys`).
+declare, a value of the wrong type, a control character in a path or name, or an input with
+nothing to ingest is an :class:`~graph_flows.indexing.inputs.InvalidIndexingInputError` (a
+``ValueError``) at the run's entry, before anything is stored
+(:func:`graph_flows.indexing.inputs.check_input`,
+:func:`graph_flows.shared.graph_input.refuse_unknown_keys`).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from graph_flows.indexing.ahead import store_and_extract_next
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.indexing.in_order import store_in_order
+from graph_flows.indexing.inputs import InvalidIndexingInputError, check_input
 from graph_flows.indexing.nodes import (
     claim_batch,
     extract,
@@ -123,5 +127,6 @@ for a, b in (("validate", "resolve"), ("resolve", "write"), ("write", "claim_bat
              ("store_in_order", "claim_batch")):
     builder.add_edge(a, b)
 
-graph = refuse_unknown_keys(builder.compile(name="indexing"), InputState).with_config(
+graph = refuse_unknown_keys(builder.compile(name="indexing"), InputState,
+                            InvalidIndexingInputError, check_input).with_config(
     recursion_limit=RECURSION_LIMIT)

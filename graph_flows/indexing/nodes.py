@@ -29,6 +29,7 @@ from graph_flows.indexing.join_names import join_documents, join_left_over
 from graph_flows.indexing.resolve import resolve_batch
 from graph_flows.indexing.resources import get_resources
 from graph_flows.indexing.state import IndexingState
+from graph_flows.shared.control_chars import CONTROL
 from graph_flows.shared.dates import parse_date
 from graph_flows.shared.untrusted import scan_chunk
 from storage import (
@@ -299,7 +300,10 @@ class _SyncTally:
         if not text.strip():
             return self._skip(item.uri, "no text left after cleaning; skipped")
         pieces = chunk_text(text, size=self.ctx.chunk_size, overlap=self.ctx.chunk_overlap)
-        doc = DocumentIn(scope=self.scope, source=source, uri=item.uri, title=item.title,
+        # a title is stored as found (a heading, HTML or PDF metadata): control characters
+        # go, as cleaning removes them from the text (a NUL cannot be stored)
+        title = CONTROL.sub("", item.title).strip() or None if item.title else None
+        doc = DocumentIn(scope=self.scope, source=source, uri=item.uri, title=title,
                          content_hash=ids.content_hash(text), metadata=item.metadata)
         if any(d.id == doc.id for d, _ in self.group):
             self.flush()  # a later version of a document of this group: stored after it

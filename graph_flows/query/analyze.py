@@ -7,7 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from graph_flows.shared.control_chars import control_message
+from graph_flows.shared.dates import DateParseError, require_date
+from graph_flows.shared.graph_input import GraphInputError
+from graph_flows.shared.scoped import check_scope
 from graph_flows.shared.untrusted import question_message
+from storage import InvalidInputError
 
 MAX_QUERY_BYTES = 10_000
 MAX_ENTITY_HINTS = 50
@@ -45,24 +50,54 @@ class QueryAnalysis(BaseModel):
         "exploration: browse what is known."))
 
 
-class InvalidQueryError(ValueError):
+class InvalidQueryError(GraphInputError):
     """A query input breaks a documented limit; the message names the limit."""
 
 
+def _refuse(message: str | None) -> None:
+    if message:
+        raise InvalidQueryError(message)
+
+
 def validate_input(query: Any, entity_hints: Any) -> tuple[str, list[str]]:
-    """Check the query and hints against the limits; return them cleaned."""
+    """Check the query and hints against the limits (control characters refused:
+    graph_flows.shared.control_chars); return them cleaned."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError("query is empty: ask a question (1 to 10,000 bytes).")
     if len(query.encode("utf-8")) > MAX_QUERY_BYTES:
         raise InvalidQueryError(
             f"query is {len(query.encode('utf-8')):,} bytes; the limit is 10,000 bytes.")
+    _refuse(control_message("query", query))
+    if entity_hints is not None and not isinstance(entity_hints, list | tuple):
+        raise InvalidQueryError("entity_hints must be a list of names.")
     hints = list(entity_hints or [])
     if len(hints) > MAX_ENTITY_HINTS:
         raise InvalidQueryError(
             f"{len(hints)} entity hints given; the limit is {MAX_ENTITY_HINTS}.")
     if not all(isinstance(h, str) for h in hints):
         raise InvalidQueryError("entity hints must be strings.")
+    for n, hint in enumerate(hints, 1):
+        _refuse(control_message(f"entity hint {n}", hint))
     return query.strip(), [h.strip()[:200] for h in hints if h.strip()]
+
+
+def check_request(value: dict[str, Any]) -> None:
+    """The query graph's input at its entry, before any node: the query and hints
+    (:func:`validate_input`), the scope's name and the ``as_of`` date, each refused in one
+    line (:class:`InvalidQueryError`)."""
+    validate_input(value.get("query"), value.get("entity_hints"))
+    scope = value.get("scope")
+    if scope is not None and not isinstance(scope, str):
+        raise InvalidQueryError(f"scope must be a scope name, got {str(scope)[:40]!r}.")
+    if scope:
+        try:
+            check_scope(scope)
+        except InvalidInputError as exc:
+            raise InvalidQueryError(str(exc)) from None
+    try:
+        require_date(value.get("as_of"), field="as_of")
+    except DateParseError as exc:
+        raise InvalidQueryError(str(exc)) from None
 
 
 def intent_from_cues(query: str) -> Intent:

@@ -8,7 +8,9 @@ query the next round searches for.
 
 ``QueryContext.generate_answer=False`` ends the run after build_context (retrieval and
 context only, no answer model): one graph serves answers and plain retrieval. An input key
-:class:`QueryInput` does not declare fails the run at its entry
+:class:`QueryInput` does not declare, or a bad value (an empty query, a control character in
+the query, a hint, the scope or ``as_of``: :func:`graph_flows.query.analyze.check_request`)
+fails the run at its entry with an :class:`InvalidQueryError`
 (:func:`graph_flows.shared.graph_input.refuse_unknown_keys`).
 """
 
@@ -19,7 +21,7 @@ from typing import Literal
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from graph_flows.query.analyze import InvalidQueryError
+from graph_flows.query.analyze import InvalidQueryError, check_request
 from graph_flows.query.context import QueryContext
 from graph_flows.query.nodes import (
     after_assessment,
@@ -60,4 +62,5 @@ builder.add_conditional_edges("assess_evidence", after_assessment,
 builder.add_conditional_edges("build_context", after_context)
 builder.add_edge("generate_response", END)
 
-graph = refuse_unknown_keys(builder.compile(name="query"), QueryInput, InvalidQueryError)
+graph = refuse_unknown_keys(builder.compile(name="query"), QueryInput, InvalidQueryError,
+                            check_request)

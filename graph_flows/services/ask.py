@@ -168,7 +168,7 @@ def kag_query(
         state = graph.invoke({"query": query, "scope": scope,
                               "entity_hints": list(entities or [])}, context=context)
     except analyze.InvalidQueryError as exc:
-        log.info("kag_query refused: %s", exc)
+        log.debug("kag_query refused: %s", exc)  # the surface logs it
         raise RequestError(str(exc)) from None
     found, ents = list(state.get("facts", [])), list(state.get("entities", []))
     if source_id:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from graph_flows.shared.control_chars import CONTROL
 from graph_flows.shared.scoped import in_scope
 from storage import KnowledgeStore, search
 from storage.ids import normalize_name
@@ -19,8 +20,9 @@ log = logging.getLogger(__name__)
 @in_scope
 def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10) -> list[Any]:
     """Entities of ``scope`` or its ancestors whose name matches ``term`` (exact, substring,
-    then trigram-fuzzy)."""
-    term = term.strip()[:200]
+    then trigram-fuzzy); control characters in ``term`` are dropped (a NUL cannot be
+    searched: graph_flows.shared.control_chars), as a search box is typed into live."""
+    term = CONTROL.sub("", term).strip()[:200]
     if not term:
         return []
     with store.connect() as conn:

@@ -29,6 +29,7 @@ from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any
 
 from graph_flows.indexing.context import MAX_WORKERS, IndexingContext
+from graph_flows.indexing.inputs import check_input
 from graph_flows.indexing.resources import (  # noqa: F401 - re-exported for callers
     RECURSION_LIMIT,
     IndexingResources,
@@ -148,8 +149,11 @@ def ingest(
     ``defer_index``: drop the HNSW vector indexes while extracting and rebuild them at the
     end (much faster for large loads; vector search scans meanwhile). Every ingest ends by
     (re)creating missing vector indexes, so a killed deferred run is repaired by the next.
-    """
 
+    A bad input is the indexing graph's own one-line ``InvalidIndexingInputError``, raised
+    here before anything starts (:func:`graph_flows.indexing.inputs.check_input`).
+    """
+    check_input(inputs)
     check_workers(workers)
     res = get_resources(context)
     scope = inputs.get("scope") or res.settings.scope

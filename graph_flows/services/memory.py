@@ -21,6 +21,7 @@ from graph_flows.query import analyze
 from graph_flows.services import ask
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import iso
+from graph_flows.shared.control_chars import control_message
 from graph_flows.shared.dates import DateParseError, parse_date, require_date
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.scoped import scope_access
@@ -55,12 +56,20 @@ def _check(ok: bool, message: str) -> None:
         raise RequestError(message)
 
 
+def _plain(**fields: Any) -> None:
+    """Each given text without control characters (a NUL cannot be stored), else a
+    :class:`RequestError` naming the argument."""
+    for name, value in fields.items():
+        if isinstance(value, str) and (message := control_message(name, value)):
+            raise RequestError(message)
+
+
 def _date(value: str | None, field: str) -> Any:
     """``value`` as a datetime (None when empty); a non-date is a :class:`RequestError`."""
     try:
         return require_date(value, field=field)
     except DateParseError as exc:
-        log.info("bad %s refused: %s", field, exc)
+        log.debug("bad %s refused: %s", field, exc)  # the surface logs it
         raise RequestError(str(exc)) from None
 
 
@@ -97,6 +106,7 @@ class KnowledgeTools:
                   max_rounds: int | None = None) -> dict[str, Any]:
         """See :func:`graph_flows.services.ask.kag_query`; an unknown ``source_id`` is a
         :class:`RequestError` (not an empty result that reads like "nothing known")."""
+        _plain(source_id=source_id)
         if source_id is not None and source_id.strip():
             with get_resources().store.connect() as conn:
                 known = facts.scope_sources(conn, self.scope)
@@ -175,6 +185,8 @@ class KnowledgeTools:
         attribute: str | None = None,
     ) -> Prepared:
         """Validate like extracted knowledge, resolve to stored entities, embed."""
+        _plain(subject=subject, predicate=predicate, object=object_, fact=fact,
+               subject_type=subject_type, object_type=object_type, attribute=attribute)
         _check(isinstance(fact, str) and bool(fact.strip()), "fact must be a non-empty sentence.")
         _date(valid_at, "valid_at")
         min_conf = IndexingContext().min_confidence
@@ -222,6 +234,7 @@ class KnowledgeTools:
     ) -> dict[str, Any]:
         """Invalidate a fact (kept in history), optionally storing the corrected sentence."""
         self._writable("correct")
+        _plain(fact_id=fact_id, reason=reason, replacement=replacement)
         fact_id = (fact_id or "").strip()
         _check(0 < len(fact_id) <= 200, "fact_id must be a fact id such as 'rel_…' "
                "(kag_query and recall return them).")

@@ -26,9 +26,8 @@ from graph_flows.services.errors import RequestError
 from graph_flows.services.scopes import scope_chains
 from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
-from graph_flows.shared.scoped import in_scope
+from graph_flows.shared.scoped import check_scope, in_scope
 from storage import InvalidInputError, links
-from storage.scopes import check_name
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +72,10 @@ def check_scope_name(scope: Any) -> str:
     if not isinstance(scope, str):
         raise RequestError(f"scope must be a scope name, got {str(scope)[:40]!r}.")
     try:
-        return check_name(scope)
+        return check_scope(scope)
     except InvalidInputError as exc:
-        raise RequestError(f"scope: {exc}.") from None
+        said = str(exc)  # "scope contains a control character ..." names the scope itself
+        raise RequestError(said if said.startswith("scope ") else f"scope: {said}.") from None
 
 
 def check_scope_known(store: Any, scope: str) -> str:
@@ -116,7 +116,7 @@ def ranked_passages(scope: str, query: str, k: int, *, recipe: str | None = None
             elif mode == "values":
                 final = chunk
     except analyze.InvalidQueryError as exc:
-        log.info("ranked_passages refused: %s", exc)
+        log.debug("ranked_passages refused: %s", exc)  # the surface logs it
         raise RequestError(str(exc)) from None
     errors = list(final.get("errors", []))
     if errors:  # e.g. a store without chunk embeddings: recipe 'split', no passages

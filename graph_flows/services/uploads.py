@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 
 from graph_flows.indexing.context import IndexingContext
 from graph_flows.services import ingest as runner
+from graph_flows.shared.control_chars import CONTROL
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 
@@ -28,6 +29,9 @@ def check_upload(name: str, size: int, settings: Settings) -> str | None:
     acceptable."""
     from graph_flows.indexing.documents.loaders import SUPPORTED_SUFFIXES
 
+    if found := CONTROL.search(name):
+        return (f"the file name contains a control character (U+{ord(found.group()):04X}); "
+                "rename the file")
     suffix = Path(name).suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         return (f"unsupported file type '{suffix or 'none'}' "

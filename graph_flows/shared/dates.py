@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime
 
+from graph_flows.shared.control_chars import control_message
+
 FORMATS_HELP = "use YYYY, YYYY-MM, YYYY-MM-DD or an ISO 8601 date-time"
 _PARTIAL = re.compile(r"(\d{4})(?:-(\d{1,2}))?")
 
@@ -40,7 +42,10 @@ def parse_date(value: object) -> datetime | None:
 
 
 def require_date(value: object, *, field: str = "as_of") -> datetime | None:
-    """Like :func:`parse_date`, but a non-empty value that is not a date is an input error."""
+    """Like :func:`parse_date`, but a non-empty value that is not a date is an input error
+    (one holding a control character says so)."""
+    if isinstance(value, str) and (message := control_message(field, value)):
+        raise DateParseError(message)
     parsed = parse_date(value)
     if parsed is None and value is not None and str(value).strip():
         raise DateParseError(f"{field} {str(value)[:40]!r} is not a date: {FORMATS_HELP}")

@@ -8,7 +8,13 @@ raw input is the graph's entry (the ``__start__`` node, which reads the whole in
 puts a check in front of its writers, so a wrong key fails the run at once, with one line
 naming the key and the closest accepted one ("unknown field 'question'; did you mean
 'query'?"). ``graph.invoke``, ``graph.stream`` and a ``langgraph dev`` server's runs all enter
-there; resuming with ``None`` or a ``Command`` passes through unchecked.
+there; resuming with ``None`` or a ``Command`` passes through unchecked. A graph may add its
+own check of the values there (``validate``: types, empty input, control characters), so a
+bad input fails before any node runs, reads or writes.
+
+Both graphs raise a subclass of :class:`GraphInputError` for input the caller must change
+(``InvalidQueryError``, ``InvalidIndexingInputError``): every surface shows its one line and
+logs it as one line, without a traceback.
 
 The check is a :class:`InputCheck`: a ``RunnableLambda`` hashed by identity, because
 ``get_graph()`` (what LangGraph Studio's graph view and ``GET /assistants/{id}/graph`` call)
@@ -19,12 +25,16 @@ is unhashable.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, get_type_hints
 
 from langchain_core.runnables import RunnableLambda
 from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
+
+
+class GraphInputError(ValueError):
+    """A graph input the caller must change; ``str()`` is one line saying what and how."""
 
 
 class InputCheck(RunnableLambda):
@@ -50,10 +60,12 @@ def input_keys(schema: type) -> list[str]:
 
 
 def refuse_unknown_keys(
-    graph: CompiledStateGraph, schema: type, error: type[Exception] = ValueError
+    graph: CompiledStateGraph, schema: type, error: type[Exception] = GraphInputError,
+    validate: Callable[[dict[str, Any]], None] | None = None,
 ) -> CompiledStateGraph:
     """``graph`` (changed in place) with an input check at its entry: a dict input with a key
-    ``schema`` does not declare raises ``error`` (see the module docstring)."""
+    ``schema`` does not declare raises ``error``; then ``validate`` (when given) checks the
+    dict's values and raises its own one-line error (see the module docstring)."""
     known = input_keys(schema)
     accepted = frozenset(known)
 
@@ -62,6 +74,8 @@ def refuse_unknown_keys(
             unknown = [str(k) for k in value if k not in accepted]
             if unknown:
                 raise error(unknown_field_message(unknown, known))
+            if validate is not None:
+                validate(value)
         return value
 
     start = graph.nodes[START]

@@ -15,9 +15,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from graph_flows.shared.control_chars import control_message
 from graph_flows.shared.resources import get_resources
 from storage.access import WHOLE_STORE, Access, current, use_access
+from storage.errors import InvalidInputError
 from storage.scopes import check_name
+
+
+def check_scope(scope: str) -> str:
+    """``scope`` when it is a valid scope name, else a one-line InvalidInputError (a control
+    character said as every surface says it: graph_flows.shared.control_chars)."""
+    if isinstance(scope, str) and (message := control_message("scope", scope)):
+        raise InvalidInputError(message)
+    return check_name(scope)
 
 
 @contextmanager
@@ -26,10 +36,10 @@ def scope_access(scope: str, store: Any = None) -> Iterator[Access]:
     for the block; a bad scope name is a one-line InvalidInputError before anything runs.
     An access the caller installed already for this scope (a service around a graph run),
     or whole-store access an admin operation chose explicitly, is kept."""
+    check_scope(scope)
     current_access = current()
     if current_access is not None and (
             current_access.whole_store or current_access.write_scope == scope):
-        check_name(scope)
         yield current_access
         return
     store = store if store is not None else get_resources().store

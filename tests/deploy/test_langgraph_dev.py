@@ -31,7 +31,8 @@ def langgraph_server(db_url: str, tmp_path: Path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KRAG_")}
     env.update(KRAG_DATABASE_URL=db_url, KRAG_CHAT_MODEL="none",
-               LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONPATH=str(ROOT))
+               LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONPATH=str(ROOT),
+               PYTHONUNBUFFERED="1")  # the log is read while the server runs
     log = (tmp_path / "langgraph.log").open("w")
     proc = subprocess.Popen(
         [str(cli), "dev", "--port", str(port), "--no-browser", "--no-reload",
@@ -131,10 +132,13 @@ def _sse(text: str) -> list[tuple[str, Any]]:
 
 
 @pytest.mark.slow
-def test_langgraph_dev_draws_the_loop_and_runs_it(langgraph_server: str, db_url: str) -> None:
+def test_langgraph_dev_draws_the_loop_and_runs_it(langgraph_server: str, db_url: str,
+                                                  tmp_path: Path) -> None:
     """Studio's view of the query loop: the cycle drawn (both graphs draw), the rounds
     streamed and in the final values, a bad max_rounds in the run context (or an assistant's
-    context, as Studio saves it) and an unknown input key refused in one line."""
+    context, as Studio saves it), an unknown input key and a NUL in the query refused in one
+    line (and a bare string as the indexing graph's texts), and logged by the server as one
+    warning line each, without a traceback."""
     store = KnowledgeStore.open(db_url, embedding_model="local:minilm", embedding_dim=384)
     seed_graph(store)
     store.close()
@@ -163,6 +167,16 @@ def test_langgraph_dev_draws_the_loop_and_runs_it(langgraph_server: str, db_url:
             "assistant_id": "query", "input": {"question": question["query"]}}).json()
         assert unknown["__error__"]["message"].startswith(
             "unknown field 'question'; did you mean 'query'?"), unknown
+        nul = client.post("/runs/wait", json={
+            "assistant_id": "query", "input": {"query": "Ada\u0000?"}}).json()
+        assert nul["__error__"] == {"error": "InvalidQueryError", "message": (
+            "query contains a control character (U+0000 at character 4); remove it and "
+            "try again.")}, nul
+        listed = client.post("/runs/wait", json={
+            "assistant_id": "indexing", "input": {"texts": "not a list"}}).json()
+        assert listed["__error__"] == {"error": "InvalidIndexingInputError", "message": (
+            "texts must be a list of document texts, got str 'not a list'; e.g. "
+            "texts: [\"...\"].")}, listed
 
         thread = client.post("/threads", json={}).json()["thread_id"]
         streamed = client.post(f"/threads/{thread}/runs/stream", json={
@@ -175,3 +189,8 @@ def test_langgraph_dev_draws_the_loop_and_runs_it(langgraph_server: str, db_url:
     # the seeded store has no passage vectors: recipe 'ppr' runs 'split', one round
     assert live[0]["stop"] == loop.NO_PASSAGES.format(recipe="split")
     assert final["answer_mode"] == "extractive"
+    log = (tmp_path / "langgraph.log").read_text()
+    refused = [line for line in log.splitlines() if "run refused: " in line]
+    assert len(refused) == 5 and all("warning" in line for line in refused), refused
+    assert sum("query contains a control character" in line for line in refused) == 1
+    assert "Traceback" not in log and "Run encountered an error" not in log, log[-3000:]

@@ -121,6 +121,8 @@ def test_a_scope_reads_only_its_own_passages_with_instructions_withheld(
     ({"recipe": "bm25"}, "recipe must be one of"),
     ({"recipe": "split"}, "recipe 'split' ranks no passages"),
     ({"as_of": "last tuesday"}, "as_of 'last tuesday' is not a date"),
+    ({"scope": "def\x00ault"}, "scope contains a control character (U+0000 at character 4)"),
+    ({"as_of": "2019\x00"}, "as_of contains a control character (U+0000 at character 5)"),
     ({"max_rounds": 9}, "max_rounds must be 1..4"),
 ])
 def test_bad_arguments_are_one_line_errors_at_construction(
@@ -136,6 +138,10 @@ def test_bad_k_of_a_call_and_unknown_call_arguments(corpus: Resources) -> None:
         retriever.invoke(QUESTION, k=0)
     with pytest.raises(ValueError, match="unknown argument 'top_k'; KragRetriever.invoke"):
         retriever.invoke(QUESTION, top_k=3)
+    with pytest.raises(ValueError) as caught:  # refused before any search (and its SQL)
+        retriever.invoke("What did Edgar\x00 Codd propose?")
+    assert str(caught.value) == ("query contains a control character (U+0000 at character "
+                                 "15); remove it and try again.")
 
 
 def test_as_of_reads_the_facts_valid_then(corpus: Resources) -> None:

@@ -27,6 +27,9 @@ BAD_CALLS = [
     {"query": QUESTION, "source_id": "nowhere"},
     {"query": QUESTION, "recipe": "bm25"},
     {"query": "   "},
+    {"query": "What did Edgar\x00 Codd propose?"},
+    {"query": QUESTION, "entities": ["Codd\x00"]},
+    {"query": QUESTION, "source_id": "sam\x00ple"},
 ]
 
 

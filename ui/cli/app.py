@@ -16,7 +16,7 @@ from rich.console import Console
 from graph_flows.indexing.context import MAX_BATCH_SIZE, MAX_CONCURRENCY, MAX_WORKERS
 from ui.cli import ask as ask_mod
 from ui.cli import errors
-from ui.cli.errors import UserError, missing_path
+from ui.cli.errors import UserError, missing_path, plain_options
 from ui.cli.eval import eval_app
 from ui.cli.progress import DEFAULT_EVERY_S
 from ui.cli.scope import scope_app
@@ -140,6 +140,7 @@ def ingest(
 ) -> None:
     """Ingest documents: extract entities and relations into the knowledge graph."""
     missing_path(paths)
+    plain_options(source=source, scope=scope)
     if not as_json:  # the first line at once: loading the models can take a while
         err_console.print(f"Ingesting {', '.join(str(p) for p in paths)} …", markup=False,
                           highlight=False, soft_wrap=True)

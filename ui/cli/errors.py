@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from graph_flows.shared.control_chars import control_message
+
 log = logging.getLogger(__name__)
 
 PREFIX = "error: "
@@ -28,6 +30,7 @@ USER_ERRORS = (
     ("graph_flows.shared.dates", "DateParseError"),
     ("graph_flows.shared.embeddings", "EmbeddingModelError"),
     ("graph_flows.services.errors", "RequestError"),
+    ("graph_flows.shared.graph_input", "GraphInputError"),  # both graphs' input errors
     ("graph_flows.query.analyze", "InvalidQueryError"),
     ("storage.errors", "StorageError"),
 )
@@ -42,10 +45,21 @@ class BadInputError(UserError, ValueError):
 
 
 def missing_path(paths: Sequence[Path]) -> None:
-    """Raise :class:`BadInputError` for the first path that does not exist."""
+    """Raise :class:`BadInputError` for the first path that holds a control character or
+    does not exist."""
     for path in paths:
+        if message := control_message(f"path {str(path)[:60]!r}", str(path)):
+            raise BadInputError(message)
         if not path.exists():
             raise BadInputError(f"no such file or folder: {path}")
+
+
+def plain_options(**values: str | None) -> None:
+    """Raise :class:`BadInputError` for the first option value holding a control character
+    (the words every surface uses: graph_flows.shared.control_chars)."""
+    for option, value in values.items():
+        if value and (message := control_message(option, value)):
+            raise BadInputError(message)
 
 
 def _user_error_classes() -> tuple[type[BaseException], ...]:

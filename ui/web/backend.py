@@ -18,6 +18,7 @@ from typing import Any
 
 from graph_flows.services import ask, explore, sources, uploads
 from graph_flows.services import scopes as scope_service
+from graph_flows.services.errors import first_line, is_user_error, log_failure
 from graph_flows.services.scopes import chain_of  # noqa: F401 - the pages' API
 from graph_flows.services.uploads import check_upload, safe_filename  # noqa: F401 - same
 from graph_flows.shared.heap import freeze_loaded
@@ -46,11 +47,10 @@ def open_resources(_key: str) -> Resources:
 
 
 def friendly_error(exc: BaseException) -> str:
-    """One line for the user: the error's kind and first line, never a traceback."""
-    from graph_flows.query.analyze import InvalidQueryError
-
-    first = (str(exc).strip().splitlines() or [""])[0][:300]
-    if isinstance(exc, InvalidQueryError):
+    """One line for the user, never a traceback: a refusal of their input as it is worded,
+    anything else with its kind."""
+    first = first_line(exc)[:300]
+    if is_user_error(exc):
         return first
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
@@ -89,7 +89,7 @@ class QueryRun:
             with use_resources(self.resources):
                 self.result = ask.run_query_streaming(self.payload, {}, q.put)
         except Exception as exc:  # noqa: BLE001 - shown to the user as one line, logged
-            log.warning("query failed", exc_info=True)
+            log_failure(log, "query", exc)
             self.error = friendly_error(exc)
         finally:
             q.put(_DONE)
@@ -137,7 +137,7 @@ def ingest_files(
         try:
             box["out"] = uploads.ingest_uploads(files, scope, resources, on_progress=q.put)
         except Exception as exc:  # noqa: BLE001 - reported as one line
-            log.warning("ingest failed", exc_info=True)
+            log_failure(log, "ingest", exc)
             box["error"] = friendly_error(exc)
         finally:
             q.put(_DONE)
