@@ -402,3 +402,18 @@ def fact_sources(conn: Connection, fact_ids: Sequence[str]) -> dict[str, list[di
         out.setdefault(r.relation_id, []).append(
             {"source": r.source, "uri": r.uri, "title": r.title})
     return out
+
+
+def facts_of_chunks(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
+                    limit: int = 200, as_of: Any = None) -> list[Fact]:
+    """Valid facts extracted from the chunks ``chunk_ids`` (what a cited passage says),
+    in id order, at most ``limit``."""
+    if not chunk_ids or limit <= 0:
+        return []
+    rows = conn.execute(text(f"""
+        SELECT {_F} FROM relations r
+        WHERE r.scope = ANY(:s) AND {_VALID} AND r.id IN (
+            SELECT p.relation_id FROM relation_provenance p WHERE p.chunk_id = ANY(:c))
+        ORDER BY r.id LIMIT :n"""),
+        {"s": _scopes(scope), "c": list(chunk_ids), "n": limit, "as_of": as_of}).all()
+    return [_fact(r) for r in rows]

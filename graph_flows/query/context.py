@@ -37,8 +37,10 @@ class QueryContext:
                        "bounded recursive CTE); 1 = only facts touching retrieved entities. "
                        "Recipe 'ppr' reaches further hops by PageRank over its "
                        "neighbourhood instead."})
-    max_diagram_nodes: int = field(default=20, metadata={
-        "description": "Largest Mermaid diagram (most relevant first)."})
+    max_diagram_nodes: int = field(default=12, metadata={
+        "description": "Most nodes in the answer's Mermaid diagram (its evidence chain: the "
+                       "answer, the cited facts, the question's entities and the labelled "
+                       "paths between them, in that order)."})
     analysis_temperature: float = field(default=0.1, metadata={"description": "Analysis."})
     answer_temperature: float = field(default=0.3, metadata={"description": "Answer."})
     max_rounds: int | None = field(default=None, metadata={

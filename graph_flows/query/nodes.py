@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from graph_flows.query import (
     analyze,
     answer,
+    answer_diagram,
     confidence,
     extractive,
     follow_up,
@@ -29,7 +30,6 @@ from graph_flows.query import (
     sections,
 )
 from graph_flows.query.context import QueryContext
-from graph_flows.query.mermaid import build_mermaid
 from graph_flows.query.state import QueryState
 from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
@@ -277,16 +277,14 @@ def after_assessment(state: QueryState) -> str:
 
 
 def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
-    """<definitions>, numbered <facts>, numbered <passages> (when the recipe ranked
-    passages) and the Mermaid diagram of the paths between the question's entities."""
+    """<definitions>, numbered <facts> and numbered <passages> (when the recipe ranked
+    passages). No diagram yet: it explains the answer (generate_response draws it)."""
     ctx = _ctx(runtime)
     facts = [dict(f) for f in state.get("facts", [])]
     sections.label_facts(facts)
     entities = state.get("entities", [])
-    question = extractive.question(state["query"], _asked_names(state))
     out = {"facts": facts, "definitions": sections.definitions_text(entities),
-           "facts_text": sections.facts_text(facts),
-           "mermaid": build_mermaid(entities, facts, ctx.max_diagram_nodes, question=question)}
+           "facts_text": sections.facts_text(facts), "mermaid": ""}
     if state.get("passages"):
         passages = sections.fit_passages(state["passages"], ctx.passage_tokens)
         out |= {"passages": passages, "passages_text": sections.passages_text(passages)}
@@ -325,21 +323,31 @@ def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict
         what = "fact or passage" if passages else "fact"
         errors.append(f"the answer cited {', '.join(unknown)}, which match no retrieved {what}")
     label = label or confidence.assess(question, state["query"], text, cited, facts, passages)
-    diagram = build_mermaid(entities, facts, ctx.max_diagram_nodes, question=question,
-                            cited=_diagram_cited(text, mode, cited, facts))
+    diagram = answer_diagram.answer_diagram(
+        state["query"], question, text, mode, label["label"], cited, entities, facts,
+        _passage_facts(res, state, text, cited, label["label"], errors),
+        ctx.max_diagram_nodes)
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
             "answer_confidence": label, "mermaid": diagram}
 
 
-def _diagram_cited(text: str, mode: str, cited: list[dict[str, Any]],
-                   facts: list[dict[str, Any]]) -> list[str]:
-    """Facts the diagram marks as cited: those the answer cites and, for an extractive
-    answer, those whose sentence it quotes (from a cited passage)."""
-    ids = [c["fact_id"] for c in cited if "fact_id" in c]
-    if mode == "extractive":
-        said = " ".join(text.split())
-        ids += [f["id"] for f in facts if " ".join(f["fact"].split()) in said]
-    return ids
+def _passage_facts(res: Any, state: QueryState, text: str, cited: list[dict[str, Any]],
+                   label: str, errors: list[str]) -> list[dict[str, Any]]:
+    """The facts of the passages the answer cites, for its diagram
+    (:func:`answer_diagram.cited_passage_facts`); none when nothing relevant was found or
+    the store fails (a line in ``errors``: the answer stands without them)."""
+    if label == "none" or not any("passage_id" in c for c in cited):
+        return []
+    visible = (state.get("search_metrics") or {}).get("scopes") or state["scope"]
+    try:
+        with res.store.connect() as conn:
+            return answer_diagram.cited_passage_facts(conn, visible, text, cited,
+                                                      _as_of(state.get("as_of")))
+    except Exception:
+        log.warning("reading the cited passages' facts for the diagram failed", exc_info=True)
+        errors.append("the diagram could not read the cited passages' facts; it shows the "
+                      "retrieved ones only")
+        return []
 
 
 def _asked_names(state: QueryState) -> list[str]:

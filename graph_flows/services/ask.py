@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from graph_flows.query import analyze, confidence, loop, sections
+from graph_flows.query import analyze, answer_diagram, confidence, loop, sections
 from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
@@ -149,7 +149,8 @@ def kag_query(
     ``passages`` (and a Passages part of the context) when the recipe ranked passages;
     ``rounds``: the retrieval rounds (at most ``max_rounds``, default KRAG_MAX_ROUNDS);
     ``confidence``: how likely the context answers the question (:func:`context_confidence`),
-    also the context's last line."""
+    also the context's last line; ``mermaid``: the diagram of that no-LLM answer, as
+    `krag ask` draws it ("" when the label is ``none``)."""
     check_hops(max_hops)
     if max_rounds is not None:
         check_rounds(max_rounds)
@@ -191,7 +192,7 @@ def kag_query(
         text += "\n\n## Passages\n" + sections.passages_text(passages)
     if withheld["passages"]:
         text += "\n\nNote: " + withheld_notice(withheld)
-    label = context_confidence(state, query, rels, passages)
+    said, label = context_answer(state, query, rels, passages)
     text += f"\n\nConfidence: {label['label']} — {label['reason']}"
     out = {
         "scope": scope, "query": state.get("query", query),
@@ -200,6 +201,7 @@ def kag_query(
         "context": text, "definitions": definitions, "facts_text": facts_text,
         "total_entities": len(ents), "total_relations": len(rels),
         "total": len(ents) + len(rels), "confidence": label,
+        "mermaid": _diagram(scope, state, query, said, label["label"], ents, rels, passages),
         "rounds": guard_rounds(state.get("rounds", [])),
         "errors": list(state.get("errors", [])),
     }
@@ -214,13 +216,36 @@ def context_confidence(state: dict[str, Any], query: str, rels: list[dict[str, A
     """How likely this context answers ``query``: the confidence label and reason
     (:mod:`graph_flows.query.confidence`) of the no-LLM answer from the facts and passages
     returned, as `krag ask` would label it."""
+    return context_answer(state, query, rels, passages)[1]
+
+
+def context_answer(state: dict[str, Any], query: str, rels: list[dict[str, Any]],
+                   passages: list[dict[str, Any]]) -> tuple[str, dict[str, str]]:
+    """The no-LLM answer from the facts and passages returned and its confidence label
+    (:func:`context_confidence`); no answer ("") when there is nothing to answer from."""
     if not rels and not passages:
-        return {"label": "none", "reason": "the context holds no facts or passages"}
-    names = [*(state.get("analysis") or {}).get("entities", []),
-             *state.get("entity_hints", [])]
-    _, label = confidence.extractive_with_confidence(state.get("query", query), names, rels,
-                                                     passages)
-    return label
+        return "", {"label": "none", "reason": "the context holds no facts or passages"}
+    return confidence.extractive_with_confidence(state.get("query", query), _names(state),
+                                                 rels, passages)
+
+
+def _names(state: dict[str, Any]) -> list[str]:
+    return [*(state.get("analysis") or {}).get("entities", []),
+            *state.get("entity_hints", [])]
+
+
+def _diagram(scope: str, state: dict[str, Any], query: str, said: str, label: str,
+             ents: list[dict[str, Any]], rels: list[dict[str, Any]],
+             passages: list[dict[str, Any]]) -> str:
+    """The Mermaid diagram of the no-LLM answer ``said`` (as `krag ask` draws it); "" when
+    its label is ``none``."""
+    if label == "none":
+        return ""
+    visible = (state.get("search_metrics") or {}).get("scopes") or scope
+    with get_resources().store.connect() as conn:
+        return answer_diagram.context_diagram(
+            conn, visible, state.get("query", query), _names(state), said, label, ents,
+            rels, passages)
 
 
 def guard_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -99,7 +99,7 @@ def test_diagram_draws_the_path_between_the_question_entities() -> None:
     assert '"Decoy' not in diagram and '"Brightmoor"' in diagram
     assert '-->|"was acquired by"|' in diagram and '-->|"founded"|' in diagram
     assert "linkStyle 0 " in diagram  # the cited fact is drawn first and marked
-    assert "class n3 asked" in diagram  # Quillpoint, the entity the question names
+    assert "class n1 question" in diagram  # Quillpoint, the entity the question names
     assert node_key("Brightmoor!") == node_key(" brightmoor ") == "brightmoor"
 
 
@@ -111,27 +111,29 @@ def test_diagram_keys_nodes_by_entity_id_not_by_name() -> None:
                 {"id": "x1", "name": "Codd", "type": "person"},
                 {"id": "m1", "name": "Relational model", "type": "concept"}]
     facts = [{**_fact("f1", "Codd", "Relational model", "Codd proposed it."),
-              "subject_id": "p1", "object_id": "m1"},
+              "subject_id": "p1", "object_id": "m1", "predicate_text": "proposed"},
              {**_fact("f2", "CODD", "Relational model", "CODD sells it."),
-              "subject_id": "o1", "object_id": "m1"},
+              "subject_id": "o1", "object_id": "m1", "predicate_text": "sells"},
              {**_fact("f3", "Edgar F. Codd", "the relational model", "He defined it."),
               "subject_id": "p1", "object_id": "m1", "predicate_text": "defined"},
              {**_fact("f4", "Codd", "Relational model", "Another Codd used it."),
-              "subject_id": "x1", "object_id": "m1"}]
+              "subject_id": "x1", "object_id": "m1", "predicate_text": "used"}]
     diagram = build_mermaid(entities, facts, max_nodes=10)
     assert_valid_mermaid(diagram)
     nodes = re.findall(r'^    (n\d+)\["(.*)"\]$', diagram, re.M)
     assert [label for _, label in nodes] == [
         "Codd (person)", "Relational model", "CODD (organization)", "Codd (person)"]
     assert "Edgar F. Codd" not in diagram and "the relational model" not in diagram
-    assert '    n1 -->|"defined"| n2' in diagram and "n3 --- n2" in diagram
-    assert "n4 --- n2" in diagram
+    assert '    n1 -->|"proposed"| n2' in diagram and '    n1 -->|"defined"| n2' in diagram
+    assert '    n3 -->|"sells"| n2' in diagram and '    n4 -->|"used"| n2' in diagram
 
 
-def test_diagram_without_question_grows_connected_from_the_best_fact() -> None:
+def test_diagram_without_question_grows_connected_from_the_best_labelled_fact() -> None:
+    """The best-ranked facts are co-occurrences (decoys): none is drawn, not even as a plain
+    line; the labelled facts are, connected. Only co-occurrences: no diagram."""
     entities, facts = _chain_with_decoys()
     diagram = build_mermaid(entities, facts, max_nodes=6)
     assert_valid_mermaid(diagram)
-    assert diagram.count('["') == 2 and "n1 --- n2" in diagram  # one pair, no stray ones
-    generic = build_mermaid([], [_fact("x", "A", "B", "A and B.")])
-    assert generic.endswith("n1 --- n2") and "relates_to" not in generic
+    assert diagram.count('["') == 3 and '"Decoy' not in diagram and " --- " not in diagram
+    assert '-->|"was acquired by"|' in diagram and '-->|"founded"|' in diagram
+    assert build_mermaid([], [_fact("x", "A", "B", "A and B.")]) == ""

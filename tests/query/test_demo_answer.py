@@ -11,8 +11,11 @@ import pytest
 
 from graph_flows import query_flow
 from graph_flows.indexing.context import IndexingContext
+from graph_flows.query.mermaid import legend
+from graph_flows.services.evaluation.diagram import parse_mermaid
 from graph_flows.services.ingest import ingest
 from graph_flows.shared.embeddings import MiniLMEmbeddings
+from graph_flows.shared.fragments import is_fragment
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
@@ -52,3 +55,24 @@ def test_the_demo_question_is_answered_without_an_llm(sample: Resources) -> None
     lead = out["answer"].split("\n")[2]  # header, blank line, the best sentence
     assert "QUEL" in lead and "Ingres" in lead and "[P" in lead, out["answer"]
     assert out["answer_confidence"]["label"] in {"high", "medium"}, out["answer_confidence"]
+
+
+def test_the_demo_diagram_explains_the_answer_and_nothing_found_draws_none(
+        sample: Resources) -> None:
+    """The demo answer's diagram is its evidence: at most 12 nodes, every edge labelled,
+    QUEL (the answer) drawn and styled as the answer, with the legend's roles; a question
+    nothing relevant answers gets no diagram at all (the old code drew 20 nodes, half of the
+    edges unlabelled, and a diagram about CERN for the tungsten question)."""
+    out = query_flow.invoke({"query": demo_question()})
+    drawn = parse_mermaid(out["mermaid"])
+    print(out["mermaid"])
+    assert 0 < len(drawn.nodes) <= 12 and drawn.edges, out["mermaid"]
+    assert all(label for _, label, _ in drawn.edges), drawn.edges
+    answer_ids = re.findall(r"^    class (\S+) answer$", out["mermaid"], re.M)
+    assert answer_ids and "QUEL" in drawn.nodes[answer_ids[0].split(",")[0]], out["mermaid"]
+    assert "answer" in dict(legend(out["mermaid"]))
+    assert not any(is_fragment(n, ["QUEL"]) for n in drawn.nodes.values()), drawn.nodes
+
+    nothing = query_flow.invoke({"query": "What is the boiling point of tungsten?"})
+    assert nothing["answer_confidence"]["label"] == "none", nothing["answer_confidence"]
+    assert nothing["mermaid"] == ""

@@ -132,16 +132,20 @@ def test_failed_method_degrades_and_is_reported(seeded_store) -> None:
 # --- mermaid --------------------------------------------------------------------------
 _NODE = re.compile(r'^    n\d+\["(?:[A-Za-z0-9 .,:;!?()+\-_/@…]|#\d+;)+"\]$')
 _EDGE = re.compile(r'^    n\d+ -->\|"(?:[A-Za-z0-9 .,:;!?()+\-_/@…]|#\d+;)+"\| n\d+$')
-# lines without a label: generated ids and fixed text only
-_FIXED = re.compile(r"^    (?:n\d+ --- n\d+|classDef asked fill:#fef3c7,stroke:#b45309"
-                    r"|class n\d+(?:,n\d+)* asked|linkStyle \d+(?:,\d+)* "
-                    r"stroke:#b45309,stroke-width:2px)$")
+# lines without a label: generated ids and fixed text only (no unlabelled edge: "---")
+_FIXED = re.compile(r"^    (?:classDef question fill:#fef3c7,stroke:#b45309,stroke-width:2px"
+                    r"|classDef answer fill:#dcfce7,stroke:#15803d,stroke-width:3px"
+                    r"|classDef focus fill:#e0e7ff,stroke:#4338ca,stroke-width:2px"
+                    r"|class n\d+(?:,n\d+)* (?:question|answer|focus)|linkStyle \d+(?:,\d+)* "
+                    r"stroke:#2563eb,stroke-width:3px)$")
 
 
 def assert_valid_mermaid(diagram: str) -> None:
-    """Strict grammar of what build_mermaid may emit."""
+    """Strict grammar of what build_mermaid may emit ("" for no diagram)."""
+    if diagram == "":
+        return
     lines = diagram.split("\n")
-    assert lines[0] == "graph LR"
+    assert lines[0] == "graph TD"
     for line in lines[1:]:
         assert _NODE.match(line) or _EDGE.match(line) or _FIXED.match(line), line
 

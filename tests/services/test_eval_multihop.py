@@ -94,6 +94,14 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     assert right == round(report["krag"]["Ans@answer"] * len(QUESTIONS))
     halves = report["confidence_halves"]
     assert [sum(r["n"] for r in halves[h].values()) for h in ("even", "odd")] == [1, 1]
+    drawing = report["diagram"]  # each answer's own diagram, parsed
+    assert set(drawing) == {"drawn", "nodes_p50", "nodes_p95", "nodes_max", "edges",
+                            "labelled_share", "answer_shown", "answer_shown_of",
+                            "question_entities_shown", "fragment_names_share",
+                            "none_answers", "none_diagrams"}
+    assert drawing["none_answers"] == conf["none"]["n"] and drawing["none_diagrams"] == 0
+    assert drawing["nodes_max"] <= 12 and drawing["labelled_share"] in (None, 1.0)
+    assert drawing["answer_shown"] <= drawing["answer_shown_of"] <= len(QUESTIONS)
 
     code, out, _ = run_cli(capsys, *args)
     again = json.loads(out)

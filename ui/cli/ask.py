@@ -52,6 +52,19 @@ def print_rounds(console: Console, rounds: list[dict[str, Any]]) -> None:
         console.print(round_line(record), style="dim", markup=False, highlight=False)
 
 
+def print_diagram(console: Console, diagram: str) -> None:
+    """The answer's Mermaid diagram and a line saying what its styles mean; a dim line
+    instead when there is none (nothing relevant was found)."""
+    from graph_flows.query.mermaid import legend_text
+
+    if not diagram.strip():
+        console.print("\n(no diagram: nothing relevant was found to draw)", style="dim")
+        return
+    console.print("\n" + diagram, markup=False, highlight=False)
+    if line := legend_text(diagram):
+        console.print(line, style="dim", markup=False, highlight=False)
+
+
 def ask_command(
     settings: Settings, console: Console, question: str, scope: str | None,
     show_mermaid: bool, as_json: bool, model: str | None, as_of: str | None = None,
@@ -88,7 +101,7 @@ def ask_command(
         console.print("note: " + ask_service.withheld_notice(withheld), style="yellow",
                       markup=False, highlight=False)
     if show_mermaid:
-        console.print("\n" + result.get("mermaid", ""), markup=False, highlight=False)
+        print_diagram(console, result.get("mermaid", ""))
     metrics = result.get("search_metrics", {})
     console.print(f"\n({len(result.get('facts', []))} facts, "
                   f"{len(result.get('entities', []))} entities, retrieval "

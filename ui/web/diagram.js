@@ -1,9 +1,9 @@
 // Lays out the krag diagram inside its frame (ui/web/diagram.py writes the page): renders
-// the Mermaid source left to right and top down, keeps the direction that is drawn largest
-// without horizontal scrolling, and scales the drawing to the frame's width, never below
+// the Mermaid source top down and left to right, keeps the direction that is drawn largest
+// without horizontal scrolling (top down on a tie), and scales the drawing to the frame's width, never below
 // LIMITS.minScale (labels stay >= 12 px: mermaid draws them at 16 px) and never above
 // LIMITS.maxScale (a two-node diagram is not blown up). What still does not fit scrolls
-// inside the frame instead of shrinking. LIMITS is defined by the page before this script.
+// inside the frame instead of shrinking, with a visible scroll bar and a line saying so. LIMITS is defined by the page before this script.
 (function () {
   "use strict";
   const pre = document.querySelector("pre.mermaid");
@@ -17,10 +17,13 @@
     flowchart: { useMaxWidth: false, wrappingWidth: LIMITS.wrapPx },
   });
 
+  // The source top down first (a tie keeps it: the chat column is narrow), then left to
+  // right, whichever of the two the source was written in.
   function variants(text) {
-    const all = [text];
-    if (text.startsWith("graph LR\n")) all.push("graph TD\n" + text.slice("graph LR\n".length));
-    return all;
+    const m = /^graph (LR|TD)\n/.exec(text);
+    if (!m) return [{ direction: "as written", text }];
+    const body = text.slice(m[0].length);
+    return ["TD", "LR"].map((d) => ({ direction: d, text: "graph " + d + "\n" + body }));
   }
 
   // The scale a drawing of natural size w x h gets in a frame `width` wide, and how far it
@@ -55,6 +58,8 @@
     svg.setAttribute("width", (best.d.w * best.s).toFixed(1));
     svg.setAttribute("height", (best.d.h * best.s).toFixed(1));
     box.style.maxHeight = LIMITS.maxHeight + 24 + "px"; // room for a horizontal scroll bar
+    const hint = document.querySelector(".hint");
+    if (hint) hint.hidden = !(best.wide || best.tall);
     document.body.dataset.scale = best.s.toFixed(3);
   }
 
@@ -65,10 +70,10 @@
     const texts = variants(source);
     try {
       for (let i = 0; i < texts.length; i++) {
-        const { svg } = await mermaid.render("krag-diagram-" + i, texts[i], holder);
+        const { svg } = await mermaid.render("krag-diagram-" + i, texts[i].text, holder);
         holder.innerHTML = svg;
         const view = holder.querySelector("svg").viewBox.baseVal;
-        drawings.push({ direction: i ? "TD" : "LR", svg, w: view.width, h: view.height });
+        drawings.push({ direction: texts[i].direction, svg, w: view.width, h: view.height });
       }
     } finally {
       holder.remove();

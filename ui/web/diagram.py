@@ -23,6 +23,8 @@ from pathlib import Path
 
 import streamlit as st
 
+from graph_flows.query.mermaid import CITED_COLOUR, STYLES, legend
+
 MERMAID_JS = Path(__file__).resolve().parents[1] / "static" / "mermaid" / "mermaid.min.js"
 LAYOUT_JS = Path(__file__).resolve().with_name("diagram.js")
 SETUP_HINT = "Run `make setup` (needs npm) to render diagrams."
@@ -30,6 +32,21 @@ FONT_PX = 16  # mermaid's label font size, set explicitly
 WRAP_PX = 150  # a label wider than this wraps onto more lines
 DIALOG_PX = 4000  # wider than any window: the dialog shrinks to the window's width
 ALT = "Diagram of the entities and facts"
+SCROLL_HINT = "The diagram is larger than this frame: scroll it to see the rest."
+_CSS = (
+    # a scroll bar that stays visible (an overlay one hides until hovered)
+    ".diagram{overflow:auto;scrollbar-width:auto;scrollbar-color:#9ca3af #f3f4f6}"
+    "pre.mermaid{margin:0}pre.mermaid>svg{display:block;margin:0 auto}"
+    "pre.failed{white-space:pre-wrap;font-size:13px}"
+    ".legend,.hint{font-size:13px;color:#374151;margin:2px 0 6px}"
+    ".legend .item{margin-right:14px;white-space:nowrap}"
+    ".key{display:inline-block;width:14px;height:10px;margin-right:5px;vertical-align:middle;"
+    "border:2px solid;border-radius:3px}"
+    + "".join(f".key.{role}{{background:{s.fill};border-color:{s.stroke};"
+              f"border-width:{s.width}px}}" for role, s in STYLES.items())
+    + f".key.cited{{height:0;width:22px;border:0;border-radius:0;border-top:3px solid "
+      f"{CITED_COLOUR}}}"
+)
 
 
 @dataclass(frozen=True)
@@ -57,20 +74,26 @@ def mermaid_available() -> bool:
     return MERMAID_JS.is_file() and MERMAID_JS.stat().st_size > 0
 
 
+def legend_html(diagram: str) -> str:
+    """One line naming what the diagram's styles mean (:func:`mermaid.legend`), each after
+    a swatch drawn like it; "" when the diagram styles nothing."""
+    items = "".join(f'<span class="item"><span class="key {style}"></span>{html.escape(text)}'
+                    "</span>" for style, text in legend(diagram))
+    return f'<div class="legend" role="note" aria-label="Legend">{items}</div>' if items else ""
+
+
 def mermaid_html(diagram: str, fit: Fit = INLINE) -> str:
     """A standalone page drawing ``diagram`` with the local mermaid.js, laid out by
-    :file:`diagram.js` within ``fit``."""
+    :file:`diagram.js` within ``fit``, under its legend."""
     limits = json.dumps({"minScale": fit.min_scale, "maxScale": fit.max_scale,
                          "maxHeight": fit.max_height, "fontPx": FONT_PX, "wrapPx": WRAP_PX})
     scripts = [_read(p, p.stat().st_mtime) for p in (MERMAID_JS, LAYOUT_JS)]
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
-        "<style>html,body{margin:0;font-family:sans-serif;background:#fff}"
-        ".diagram{overflow:auto}pre.mermaid{margin:0}"
-        "pre.mermaid>svg{display:block;margin:0 auto}"
-        "pre.failed{white-space:pre-wrap;font-size:13px}</style>"
-        "</head><body><div class=\"diagram\">"
+        f"<style>html,body{{margin:0;font-family:sans-serif;background:#fff}}{_CSS}</style>"
+        f"</head><body>{legend_html(diagram)}<div class=\"diagram\">"
         f"<pre class=\"mermaid\">{html.escape(diagram)}</pre></div>"
+        f'<div class="hint" hidden>{SCROLL_HINT}</div>'
         f"<script>{scripts[0]}</script>"
         f"<script>const LIMITS = {limits};</script>"
         f"<script>{scripts[1]}</script>"
@@ -85,8 +108,8 @@ def _enlarged(diagram: str) -> None:
 def render_mermaid(diagram: str, key: str) -> None:
     """The diagram drawn at the column's width, with an "Enlarge diagram" button (``key``
     names it) opening it in a dialog; its source with a setup hint without mermaid.js."""
-    if not diagram or diagram.strip() in ("graph LR", "graph TD"):
-        return
+    if not diagram.strip() or diagram.strip() in ("graph LR", "graph TD"):
+        return  # no diagram: nothing relevant was found (or nothing to draw)
     if not mermaid_available():
         st.code(diagram, language="text")
         st.caption(SETUP_HINT)

@@ -15,6 +15,9 @@ answer: queries run without an LLM, so that is the extractive no-LLM answer user
 ``confidence`` counts the answers by their confidence label (graph_flows.query.confidence):
 ``{label: {"n", "correct"}}``, correct by the Ans@answer test; ``confidence_halves`` the same
 over the even (development) and odd (held-out) question indexes.
+``diagram`` measures each answer's final Mermaid diagram: its size, labelled edges, whether
+it shows the gold answer when the answer text holds it, the question's entities and
+fragment names (graph_flows.services.evaluation.diagram).
 ``recipe`` selects the query graph's ranking recipe (default: the graph's default).
 ``injection`` counts the scope's chunks with instruction-like text withheld
 (storage.injection_spans): passages the answer model never reads whole.
@@ -56,6 +59,7 @@ from graph_flows.services.evaluation.data import (
     read_corpus,
     read_questions,
 )
+from graph_flows.services.evaluation.diagram import DiagramCounts
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
 from graph_flows.services.evaluation.planner_replay import PlanBook
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
@@ -191,11 +195,12 @@ def run_multihop(
     ingest_report["chunks"] = len(chunks)
     flagged["share"] = round(flagged["flagged"] / flagged["chunks"], 4) if chunks else 0.0
     labels = planning.pop("confidence")
+    diagrams = planning.pop("diagram")
     planning |= {"mode": loop.planner, "no_llm_follow_up": loop.no_llm_follow_up,
                  "max_rounds": loop.max_rounds or resources.settings.max_rounds}
     return {"krag": krag.as_dict(), "confidence": labels.table(),
             "confidence_halves": {"even": labels.table(0), "odd": labels.table(1)},
-            "planner": planning, "injection": flagged,
+            "diagram": diagrams.as_dict(), "planner": planning, "injection": flagged,
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
             "ingest": ingest_report, "scope": run.scope, "questions": len(asked),
             "recipe": recipe or "default",
@@ -305,6 +310,7 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
     from graph_flows import query_flow
 
     score, counts, labels = RetrievalScore(), LoopCounts(), ConfidenceCounts()
+    diagrams = DiagramCounts()
     for n, q in enumerate(run.questions, 1):
         started = time.perf_counter()
         result = query_flow.invoke({"query": q.question, "scope": run.scope}, context=context)
@@ -319,8 +325,9 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
         score.add(ranked, q.gold, answer_in(built, q.answers), ms, right)
         counts.add(result)
         labels.add(n - 1, result, right)
+        diagrams.add(q.question, result, q.answers)
         run.progress("krag", n, len(run.questions))
-    return score, counts.as_dict() | {"confidence": labels}
+    return score, counts.as_dict() | {"confidence": labels, "diagram": diagrams}
 
 
 @dataclass

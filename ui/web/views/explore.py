@@ -65,7 +65,7 @@ def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     st.markdown(md(e.summary) if e.summary else "*no definition*")
     nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
                                                  for n in hood["neighbours"]]
-    render_mermaid(build_mermaid(nodes, hood["facts"]), key=f"enlarge-{e.id}")
+    render_mermaid(build_mermaid(nodes, hood["facts"], focus=e.id), key=f"enlarge-{e.id}")
     show_facts(hood["facts"], backend.fact_documents(resources, scope,
                                                        [f["id"] for f in hood["facts"]]))
     if hood["neighbours"]:

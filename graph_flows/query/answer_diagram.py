@@ -1,0 +1,129 @@
+"""The diagram of an answer: what the answer states, drawn from the answer.
+
+Its parts (drawn by :func:`graph_flows.query.mermaid.build_mermaid`):
+
+- the answer's own entity: the mention :mod:`graph_flows.query.confidence` reads as the
+  answer's candidate (the first mention of the kind the question asks for that the
+  question does not hold), or the mention a later sentence reaches past a bridge
+  (:func:`~graph_flows.query.confidence.chain`) when there is one;
+- the facts behind the sentences the answer cites: the facts it cites (``[Fn]``), the
+  retrieved facts whose sentence an extractive answer quotes, and the facts extracted from
+  the passages it cites (``[Pn]``) whose sentence it quotes or whose two entities it names
+  (:func:`cited_passage_facts`, read from the store: a passage's facts need not be among
+  those retrieved);
+- the entities the question names and the shortest labelled paths between all of these.
+
+No diagram at all when the answer's confidence is ``none``: nothing relevant was found, and
+a drawing of what was found would explain nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from graph_flows.query import answer, answer_kind, asked_relation, confidence, extractive
+from graph_flows.query.mermaid import MAX_NODES, build_mermaid, edge_label
+from storage import search
+
+MAX_PASSAGE_FACTS = 200  # facts read from the cited passages at most
+
+
+def answer_mention(query: str, text: str, q: extractive.Question) -> str:
+    """The mention the answer states as its answer ("" when none): when the question nests a
+    relation outside its main clause, the one a later sentence reaches past a bridge, else
+    the candidate of the asked kind (the rules of :func:`confidence.label`)."""
+    said = confidence.answer_sentences(text)
+    if not said:
+        return ""
+    ents = confidence.parsed(said)
+    kind = answer_kind.asked_kind(query)
+    asked = confidence.relation_words(q)
+    if len(asked_relation.main_relation(query, asked)) < len(asked):  # a nested relation
+        _, reached = confidence.chain(said, kind, q, ents)
+        if reached:
+            return reached
+    return confidence.located(said, kind, q, ents)[1]
+
+
+def _flat(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def cited_fact_ids(text: str, mode: str, cited: Sequence[dict[str, Any]],
+                   facts: Sequence[dict[str, Any]]) -> list[str]:
+    """Facts the answer cites and, for an extractive answer, those whose sentence it quotes
+    (from a cited passage)."""
+    ids = [c["fact_id"] for c in cited if "fact_id" in c]
+    if mode == "extractive":
+        said = _flat(text)
+        ids += [f["id"] for f in facts if _flat(f["fact"]) in said]
+    return list(dict.fromkeys(ids))
+
+
+def cited_passage_facts(conn: Any, scope: Any, text: str, cited: Sequence[dict[str, Any]],
+                        as_of: Any = None) -> list[dict[str, Any]]:
+    """The facts extracted from the passages the answer cites whose sentence the answer
+    quotes or whose two entities it names, as retrieved facts are shaped (with ``subject``
+    and ``object`` names), in the order the answer cites their passages."""
+    chunks = [c["passage_id"] for c in cited if "passage_id" in c]
+    found = search.facts_of_chunks(conn, scope, chunks, MAX_PASSAGE_FACTS, as_of)
+    ends = {i for f in found for i in (f.subject_id, f.object_id)}
+    names = {e.id: e.name for e in search.entities_by_ids(conn, scope, list(ends))}
+    said, lowered = _flat(text), _flat(text).casefold()
+    out = []
+    for f in found:
+        subject, obj = names.get(f.subject_id), names.get(f.object_id)
+        if subject is None or obj is None:
+            continue
+        named = subject.casefold() in lowered and obj.casefold() in lowered
+        if named or _flat(f.fact) in said:
+            out.append({"id": f.id, "subject_id": f.subject_id, "object_id": f.object_id,
+                        "predicate": f.predicate, "predicate_text": f.predicate_text,
+                        "fact": f.fact, "subject": subject, "object": obj})
+    return out
+
+
+def answer_diagram(query: str, q: extractive.Question, text: str, mode: str, label: str,
+                   cited: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
+                   facts: Sequence[dict[str, Any]], passage_facts: Sequence[dict[str, Any]],
+                   max_nodes: int) -> str:
+    """The Mermaid diagram of answer ``text`` (see the module docstring); "" when its
+    confidence ``label`` is ``none``."""
+    if label == "none":
+        return ""
+    known = {f["id"] for f in facts}
+    pool = [*facts, *(f for f in passage_facts if f["id"] not in known)]
+    ids = set(cited_fact_ids(text, mode, cited, facts)) | {f["id"] for f in passage_facts}
+    order = sorted((f for f in pool if f["id"] in ids), key=lambda f: reading_order(text, f))
+    return build_mermaid(entities, pool, max_nodes, question=q,
+                         cited=list(dict.fromkeys(f["id"] for f in order)),
+                         answer=answer_mention(query, text, q))
+
+
+def reading_order(text: str, fact: dict[str, Any]) -> tuple[int, int, int]:
+    """Where the answer says ``fact``: its sentence's place in the answer (the lead sentence
+    first; a fact not quoted by where its entities are named), labelled facts before
+    co-occurrences, then where the later of its two entities is named (so the entities
+    come in the order a reader meets them)."""
+    said, lowered = _flat(text), _flat(text).casefold()
+    at = said.find(_flat(fact.get("fact", "")))
+    names = [p for k in ("subject", "object")
+             if (p := lowered.find(str(fact.get(k, "")).casefold(), max(at, 0))) >= 0]
+    last = max(names, default=len(lowered))
+    return (at if at >= 0 else last, 0 if edge_label(fact) else 1, last)
+
+
+def context_diagram(conn: Any, scope: Any, query: str, names: Sequence[str], text: str,
+                    label: str, entities: Sequence[dict[str, Any]],
+                    facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
+                    max_nodes: int = MAX_NODES) -> str:
+    """:func:`answer_diagram` of the extractive answer ``text`` from labelled ``facts`` and
+    ``passages`` (what MCP ``kag_query`` returns), reading the cited passages' facts on
+    ``conn``; "" when ``label`` is ``none``."""
+    if label == "none":
+        return ""
+    cited, _ = answer.citations(text, facts, passages)
+    extra = cited_passage_facts(conn, scope, text, cited)
+    return answer_diagram(query, extractive.question(query, names), text, "extractive",
+                          label, cited, entities, facts, extra, max_nodes)
