@@ -44,6 +44,7 @@ MAX_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # a sentence ends at . ! ? before a capital or digit, but not after an initial ("Edgar F. Codd")
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[\"“'(\[]?[A-Z0-9])")
+SENTENCE_BREAK = _SENTENCE  # where :func:`sentences` cuts (for callers keeping offsets)
 _HEADING = re.compile(r"^\s*#{1,6}\s")  # a Markdown heading line: a title, not an answer
 _STOP_WORDS = """a an and are as at be been being but by can could did do does for from
 had has have he her hers him his how i if in into is it its me my no not of on or our she so

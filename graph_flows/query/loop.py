@@ -51,6 +51,8 @@ NOTHING_NEW = "the planner's sub-question names nothing new"
 FOUND_NOTHING = "the follow-up found nothing new"
 COVERED = "the top passages cover every part of the question"
 NO_BRIDGE = "part of the question is not covered, but no bridge entity to follow"
+HOP1_COVERED = "the passages of what the question names cover every part of it"
+FOLLOWED = "every hop-1 passage was followed"
 PLANNER_FAILED = "the planner failed ({error})"
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -171,6 +173,51 @@ def merge_guess(state: dict[str, Any], found: dict[str, Any],
              "entities": _added(state.get("entities") or [], entities)}
     return {"passages": passages, "facts": facts, "entities": entities,
             "search_metrics": metrics}, added
+
+
+def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]]],
+               facts: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
+               ) -> tuple[dict[str, Any], dict[str, int]]:
+    """The evidence after a follow-up from hop-1 passages (graph_flows.query.second_hop):
+    each ``(hop-1 chunk id, bridge passage row)`` of ``places`` puts the bridge's passage
+    right after the passages of its hop-1 document, in the passages and in the ranking
+    (moved up when it was lower, left where it was when already higher); ``facts`` and
+    ``entities`` are added after the evidence's own."""
+    passages = list(state.get("passages") or [])
+    metrics = dict(state.get("search_metrics") or {})
+    ranked = list((metrics.get("ppr") or {}).get("ranked") or [])
+    for hop_id, row in places:
+        passages = _place(passages, hop_id, row, _by_id)
+        ranked = _place(ranked, hop_id, row["id"], _same)
+    if metrics.get("ppr"):
+        metrics["ppr"] = {**metrics["ppr"], "ranked": ranked}
+    old_f = state.get("facts") or []
+    known_f = {f["id"] for f in old_f}
+    merged_f = [*old_f, *(f for f in facts if f["id"] not in known_f)]
+    merged_e = _append_entities(state.get("entities") or [], entities)
+    added = {"passages": _added(state.get("passages") or [], passages),
+             "facts": _added(old_f, merged_f),
+             "entities": _added(state.get("entities") or [], merged_e)}
+    return {"passages": passages, "facts": merged_f, "entities": merged_e,
+            "search_metrics": metrics}, added
+
+
+def _place(items: list[T], hop_id: str, item: T, key: Callable[[T], Hashable]) -> list[T]:
+    """``items`` with ``item`` right after the last of the run of items that starts at the
+    one keyed ``hop_id`` and shares its document (all of them, for bare ids), unless
+    ``item`` is already before that place; ``items`` unchanged without ``hop_id``."""
+    keys = [key(i) for i in items]
+    if hop_id not in keys:
+        return items
+    at = keys.index(hop_id) + 1
+    doc = _source(items[at - 1]) if isinstance(items[at - 1], dict) else None
+    while doc is not None and at < len(items) and _source(items[at]) == doc:  # type: ignore[arg-type]
+        at += 1
+    mine = key(item)
+    if mine in keys[:at]:
+        return items
+    rest = [i for i in items[at:] if key(i) != mine]
+    return [*items[:at], item, *rest]
 
 
 def _last_source(passages: Sequence[dict[str, Any]]) -> int:
