@@ -52,6 +52,7 @@ than that the their them then there these they this those to us was we were what
 which while who whom whose why will with would you your about after before during many much
 one ones same some such"""
 _STOP = frozenset(_STOP_WORDS.split())
+STOP_WORDS = _STOP  # the function words :func:`terms` leaves out
 _KIND = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]+)"
                    r"|\bthe\s+([^\W\d_]+)\s+(?:that|who|which|whose)\b", re.I)
 _NUMBER_CUES = re.compile(r"^\s*(when|how (many|much|old|long)|in what year|what year)\b", re.I)

@@ -6,7 +6,9 @@ first president of the association which published *Journal of Psychotherapy Int
 and retrieval nearly always finds that thing's own passage. A round-1 passage belongs to a
 named thing (:func:`belongs`) when its title, without a trailing parenthesis ("Hello Love
 (song)"), says the same words as the name, or when its text opens with the name (the
-subject of an encyclopedic first sentence: corpora without titles). At most
+subject of an encyclopedic first sentence: corpora without titles); a title must say a whole
+name of the question (a run of its capitalised words, or a name of its analysis) and
+nothing the question does not name ("Review" is not the "Arden Review"). At most
 :data:`MAX_HOPS` such passages, one per named thing (a comparison names two).
 
 **The bridge.** The entity the next hop is about is one the hop-1 passage mentions and the
@@ -42,6 +44,9 @@ MAX_HOPS = 2  # hop-1 passages followed (one per named thing)
 MAX_CANDIDATES = 6  # candidates per hop-1 passage whose passages the follow-up reads
 _PAREN = re.compile(r"\s*\([^()]*\)\s*$")
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+_NAME_TOKEN = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*", re.UNICODE)
+_UNUSED = ("ner", "tagger", "attribute_ruler")  # the parse needs tok2vec and parser only
+_CONNECTORS = frozenset({"of", "the", "and", "for", "de", "von", "van", "du", "la", "&"})
 
 
 @dataclass(frozen=True)
@@ -73,22 +78,32 @@ def stems(text: str) -> frozenset[str]:
     return frozenset(s for s in extractive.terms(flat) if len(s) > 1)
 
 
-def question_names(query: str, names: Iterable[str]) -> frozenset[str]:
-    """The stems of what ``query`` names: its capitalised words after the first, its
-    numbers and the analysis' ``names`` (:func:`graph_flows.query.extractive.question`)."""
-    q = extractive.question(query, names)
-    return stems(" ".join(q.words[s] for s in q.names)) | frozenset().union(
-        *(stems(n) for n in names))
+def named_phrases(query: str, names: Iterable[str]) -> list[frozenset[str]]:
+    """The stems of each name ``query`` says: each run of capitalised words or numbers
+    (joined across "of", "the", "and", ...; the first word too unless a function word) and
+    each of the analysis' ``names``."""
+    runs: list[list[str]] = [[]]
+    tokens = _NAME_TOKEN.findall(query)
+    for i, token in enumerate(tokens):
+        capital = token[0].isupper() or token[0].isdigit()
+        if capital and (i or token.casefold() not in extractive.STOP_WORDS):
+            runs[-1].append(token)
+        elif not (token.casefold() in _CONNECTORS and runs[-1] and i + 1 < len(tokens)
+                  and tokens[i + 1][0].isupper()):
+            runs.append([])
+    phrases = [stems(" ".join(r)) for r in runs] + [stems(n) for n in names]
+    return list(dict.fromkeys(p for p in phrases if p))
 
 
-def belongs(passage: Mapping[str, Any], named: frozenset[str], names: Sequence[str],
-            ) -> str | None:
-    """"title" when the words of ``passage``'s title (without a trailing parenthesis) are
-    all among the question's ``named`` stems; "lead" when its text (after the title)
-    opens with one of ``names``; else None."""
+def belongs(passage: Mapping[str, Any], phrases: Sequence[frozenset[str]],
+            names: Sequence[str]) -> str | None:
+    """"title" when ``passage``'s title (without a trailing parenthesis) says a whole name
+    of the question (one of ``phrases``) and no word the question does not name; "lead"
+    when its text (after the title) opens with one of ``names``; else None."""
     title = str(passage.get("title") or "")
     core = stems(_PAREN.sub("", title))
-    if core and core <= named:
+    named = frozenset().union(*phrases)
+    if core and core <= named and any(p <= core for p in phrases):
         return "title"
     text = " ".join(str(passage.get("text") or "").split())
     text = text[len(title):].lstrip() if title and text.startswith(title) else text
@@ -105,7 +120,7 @@ def hop_one_passages(query: str, names: Sequence[str], passages: Sequence[Mappin
     """The first ``limit`` round-1 ``passages`` (in their order) that belong to a thing the
     question names (:func:`belongs`), one per thing and per document (a passage whose
     title's words overlap a taken one's is about the same thing)."""
-    named = question_names(query, names)
+    phrases = named_phrases(query, names)
     out: list[HopOne] = []
     taken: list[frozenset[str]] = []
     documents: set[Any] = set()
@@ -116,7 +131,7 @@ def hop_one_passages(query: str, names: Sequence[str], passages: Sequence[Mappin
         about = stems(_PAREN.sub("", str(p.get("title") or "")))
         if doc in documents or any(about & t for t in taken):
             continue
-        by = belongs(p, named, names)
+        by = belongs(p, phrases, names)
         if by:
             out.append(HopOne(p, str(p.get("title") or ""), by))
             taken.append(about)
@@ -184,13 +199,14 @@ def links(text: str, mentions: Sequence[tuple[str, int]], relation: frozenset[st
     from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
+    skip = [p for p in _UNUSED if nlp is not None and p in nlp.pipe_names]
     for start, sentence in _sentences(text):
         words = [m for m in _TOKEN.finditer(sentence) if extractive.stem(m.group()) in relation]
         inside = [i for i, (_, at) in enumerate(mentions)
                   if start <= at < start + len(sentence)]
         if not words or not inside:
             continue
-        doc = nlp(sentence, disable=["ner"]) if nlp is not None else None
+        doc = nlp(sentence, disable=skip) if nlp is not None else None
         for i in inside:
             name, at = mentions[i]
             found = _link(doc, sentence, at - start, len(name), words)

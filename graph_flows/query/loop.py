@@ -6,7 +6,10 @@ searched), ``why`` (the question itself, or the planner's reason), ``by`` ('ques
 'llm' or 'rules': who asked), ``bridge`` (the entity the follow-up follows, or ""),
 ``added`` (new passages, facts and entities it brought), ``ms`` (its retrieval time),
 ``calls`` / ``tokens`` (planner calls spent deciding after it) and ``stop`` (why the loop
-ended after it; None when another round followed).
+ended after it; None when another round followed). A no-LLM round from hop-1 passages
+(graph_flows.query.second_hop) also has ``hops``: per hop-1 passage its title (``passage``)
+and ``uri``, how it belongs to the question (``belongs``), the ``bridge`` chosen, ``why``,
+and the ``document`` placed right after it (:func:`merge_hops`).
 
 Merging keeps round 1's head: the passages of the first ``head`` documents (and the first
 ``head`` facts and entities) of the evidence so far keep their places; after them the
@@ -186,9 +189,11 @@ def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]
     passages = list(state.get("passages") or [])
     metrics = dict(state.get("search_metrics") or {})
     ranked = list((metrics.get("ppr") or {}).get("ranked") or [])
+    docs = {p["id"]: _source(p) for p in passages}
     for hop_id, row in places:
-        passages = _place(passages, hop_id, row, _by_id)
-        ranked = _place(ranked, hop_id, row["id"], _same)
+        docs[row["id"]] = _source(row)
+        passages = _place(passages, hop_id, row, _by_id, _source)
+        ranked = _place(ranked, hop_id, row["id"], _same, docs.get)
     if metrics.get("ppr"):
         metrics["ppr"] = {**metrics["ppr"], "ranked": ranked}
     old_f = state.get("facts") or []
@@ -202,16 +207,16 @@ def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]
             "search_metrics": metrics}, added
 
 
-def _place(items: list[T], hop_id: str, item: T, key: Callable[[T], Hashable]) -> list[T]:
-    """``items`` with ``item`` right after the last of the run of items that starts at the
-    one keyed ``hop_id`` and shares its document (all of them, for bare ids), unless
-    ``item`` is already before that place; ``items`` unchanged without ``hop_id``."""
+def _place(items: list[T], hop_id: str, item: T, key: Callable[[T], Hashable],
+           doc: Callable[[T], Hashable]) -> list[T]:
+    """``items`` with ``item`` right after the run of items that starts at the one keyed
+    ``hop_id`` and shares its document (``doc``), unless ``item`` is already before that
+    place; ``items`` unchanged without ``hop_id``."""
     keys = [key(i) for i in items]
     if hop_id not in keys:
         return items
     at = keys.index(hop_id) + 1
-    doc = _source(items[at - 1]) if isinstance(items[at - 1], dict) else None
-    while doc is not None and at < len(items) and _source(items[at]) == doc:  # type: ignore[arg-type]
+    while at < len(items) and doc(items[at]) == doc(items[at - 1]) is not None:
         at += 1
     mine = key(item)
     if mine in keys[:at]:
