@@ -26,12 +26,16 @@ from typing import Any
 
 from graph_flows.query import confidence, extractive, hop_one, loop, scoring
 from graph_flows.shared.resources import get_resources
+from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
 from storage import bridges
 from storage.models import as_row
 
 PER_ENTITY = 3  # passages read per candidate
 FACTS = 10  # facts of the chosen passages about their bridges
+# the question's vector is computed on a thread of its own while the round reads the hop-1
+# passages' entities and parses their sentences (threads start on first use)
+_EMBED = ContextThreadPool(max_workers=2, thread_name_prefix="krag-hop-embed")
 
 
 @dataclass
@@ -52,6 +56,7 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
     """The bridge of each hop-1 passage in ``hops`` and its best passage (module
     docstring); ``embed`` gives the question's vector."""
     start = time.perf_counter()
+    vector = _EMBED.submit(embed)  # beside the first statement and the parse
     out = Followed()
     q = extractive.question(query, names)
     relation = confidence.relation_words(q)
@@ -60,7 +65,8 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
                                 relation) for h in hops]
     ids = [c.id for cands in found for c in cands]
     skip = [str(h.passage.get("document_id")) for h in hops if h.passage.get("document_id")]
-    near = bridges.bridge_chunks(conn, scope, ids, embed(), skip, PER_ENTITY) if ids else []
+    near = bridges.bridge_chunks(conn, scope, ids, vector.result(), skip, PER_ENTITY) \
+        if ids else []
     rows = {e.id: e for es in mentioned.values() for e in es}
     for hop, cands in zip(hops, found, strict=True):
         chosen = choose(cands, near)

@@ -310,13 +310,19 @@ def test_the_head_counts_documents_not_chunks() -> None:
 
 
 def test_the_rules_follow_up_needs_an_uncovered_word_and_a_bridge() -> None:
-    velmor = {"id": "c1", "title": "velmor.md",
-              "text": "The Velmor Prize for poetry was founded by Orsina Kael in 1931."}
+    # a passage about the named thing is a hop-1 passage: the round chooses the bridge
+    own = {"id": "c0", "title": "velmor.md",
+           "text": "The Velmor Prize for poetry was founded by Orsina Kael in 1931."}
+    verdict = follow_up.assess(QUESTION, ["Velmor Prize"], [own], [], [])
+    assert [h.passage["id"] for h in verdict.hops] == ["c0"] and verdict.bridge == ""
+    # without one, the weaker guess: the best-ranked entity the top passages name
+    velmor = {"id": "c1", "title": "prizes.md",
+              "text": "Poetry prizes: the Velmor Prize was founded by Orsina Kael in 1931."}
     entities = [{"name": "Velmor Prize"}, {"name": "Orsina Kael"}, {"name": "Trelvik"}]
     verdict = follow_up.assess(QUESTION, ["Velmor Prize"], [velmor], [], entities)
     assert verdict.stop is None and verdict.bridge == "Orsina Kael"
     assert verdict.query == "Orsina Kael " + " ".join(verdict.uncovered)
-    assert {"spend", "childhood"} <= set(verdict.uncovered)
+    assert {"spend", "childhood"} <= set(verdict.uncovered) and not verdict.hops
     # every word of the question covered: stop
     covering = {"id": "c2",
                 "text": "The founder of the Velmor Prize will spend her childhood here."}

@@ -94,6 +94,10 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     assert right == round(report["krag"]["Ans@answer"] * len(QUESTIONS))
     halves = report["confidence_halves"]
     assert [sum(r["n"] for r in halves[h].values()) for h in ("even", "odd")] == [1, 1]
+    # retrieval by half (even: q1, odd: q2) and by the gold decomposition's hop count (q1)
+    assert set(report["krag_halves"]) == {"even", "odd"}
+    assert set(report["krag_by_hops"]) == {"2-hop"}
+    assert report["krag_by_hops"]["2-hop"] == report["krag_halves"]["even"]
 
     code, out, _ = run_cli(capsys, *args)
     again = json.loads(out)
