@@ -149,7 +149,8 @@ def candidates(hop: HopOne, entities: Sequence[Mapping[str, Any]], q: extractive
                relation: frozenset[str], limit: int = MAX_CANDIDATES) -> list[Candidate]:
     """The entities (``id``, ``name``, ``aliases``) the hop-1 passage mentions that may be
     the bridge, best ``link`` first (ties: earlier in the passage), at most ``limit``:
-    not named by the question or the passage's title, not a number, date or fragment."""
+    not named by the question or the passage's title, not a number, date, fragment or
+    lower-case common noun, not said as an adjective."""
     text = str(hop.passage.get("text") or "")
     own = stems(_PAREN.sub("", str(hop.passage.get("title") or "")))
     folded = text.casefold()
@@ -174,9 +175,11 @@ def candidates(hop: HopOne, entities: Sequence[Mapping[str, Any]], q: extractive
 
 
 def _has_word(name: str) -> bool:
-    """A word of two letters or more that is not a number (dates have digits)."""
+    """A name: a capitalised word of two letters or more (a common noun such as "film",
+    which an extractor may store as an entity, names no thing to follow) and no number
+    (dates have digits)."""
     words = _TOKEN.findall(name)
-    return any(len(w) > 1 and w.isalpha() for w in words) and not any(
+    return any(len(w) > 1 and w.isalpha() and w[0].isupper() for w in words) and not any(
         w.isdigit() for w in words)
 
 
