@@ -46,7 +46,8 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
     ``recipe`` is a recipe name, or ``<recipe>+rules`` for the bounded loop with the no-LLM
     follow-up (``max_rounds`` 2): then ``retrieve_knowledge`` is the time of every round
     and of assess_evidence between them, and ``retrieve_knowledge.2_rounds`` the same for the
-    questions that took a second round."""
+    questions that took a second round; ``round.N`` is round N's own retrieval time as its
+    record in ``rounds`` gives it (the cost of one round)."""
     name, _, loop = recipe.partition("+")
     ctx = QueryContext(recipe=name, no_llm_follow_up=loop == "rules",
                        max_rounds=2 if loop else 1)
@@ -64,6 +65,8 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
         ms[node.__name__] = (time.perf_counter() - start) * 1000
     if len(state.get("rounds") or []) > 1:
         ms["retrieve_knowledge.2_rounds"] = ms["retrieve_knowledge"]
+    for r in state.get("rounds") or []:  # each round's own retrieval (its record's ms)
+        ms[f"round.{r['round']}"] = float(r.get("ms") or 0.0)
     return state, ms
 
 

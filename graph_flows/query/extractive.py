@@ -44,6 +44,7 @@ MAX_CHARS = 300
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # a sentence ends at . ! ? before a capital or digit, but not after an initial ("Edgar F. Codd")
 _SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)\s+(?=[\"“'(\[]?[A-Z0-9])")
+SENTENCE_BREAK = _SENTENCE  # where :func:`sentences` cuts (for callers keeping offsets)
 _HEADING = re.compile(r"^\s*#{1,6}\s")  # a Markdown heading line: a title, not an answer
 _STOP_WORDS = """a an and are as at be been being but by can could did do does for from
 had has have he her hers him his how i if in into is it its me my no not of on or our she so
@@ -51,6 +52,7 @@ than that the their them then there these they this those to us was we were what
 which while who whom whose why will with would you your about after before during many much
 one ones same some such"""
 _STOP = frozenset(_STOP_WORDS.split())
+STOP_WORDS = _STOP  # the function words :func:`terms` leaves out
 _KIND = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]+)"
                    r"|\bthe\s+([^\W\d_]+)\s+(?:that|who|which|whose)\b", re.I)
 _NUMBER_CUES = re.compile(r"^\s*(when|how (many|much|old|long)|in what year|what year)\b", re.I)

@@ -1,6 +1,13 @@
 """The no-LLM assessment of the evidence: a follow-up only when part of the question is not
 covered by the top passages and a bridge entity leads on from what they did cover.
 
+From hop-1 passages first (issue 41): when round 1 ranked passages that belong to things
+the question names (graph_flows.query.hop_one), only the words those passages say count as
+covered; a word they do not say asks for the follow-up of graph_flows.query.second_hop,
+which chooses each one's bridge among the entities it mentions and places the bridge's best
+passage right after it (loop.merge_hops). The rule below is the weaker guess, kept for
+questions whose named things have no passage in round 1.
+
 Covered: a content word of the question (its stem, graph_flows.query.extractive) occurs in
 one of the first :data:`TOP` passages or facts. When every word is covered the loop stops.
 Otherwise the bridge is the best-ranked retrieved entity that the question does not name and
@@ -21,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graph_flows.query import extractive, loop
+from graph_flows.query import extractive, hop_one, loop
 from graph_flows.shared.untrusted import without_flagged
 
 TOP = 3  # passages (and facts) whose words count as covered
@@ -37,6 +44,8 @@ class Assessment:
     bridge: str
     uncovered: tuple[str, ...]
     stop: str | None
+    hops: tuple[hop_one.HopOne, ...] = ()
+    """The hop-1 passages to follow (then ``bridge`` is chosen by the follow-up round)."""
 
 
 def assess(question: str, names: Sequence[str], passages: Sequence[dict[str, Any]],
@@ -44,7 +53,17 @@ def assess(question: str, names: Sequence[str], passages: Sequence[dict[str, Any
            ) -> Assessment:
     """The no-LLM verdict on the evidence so far (see the module docstring). Instruction-
     like text in the question is never searched for again nor echoed in the follow-up."""
-    q = extractive.question(without_flagged(question), names)
+    clean = without_flagged(question)
+    q = extractive.question(clean, names)
+    hops = hop_one.hop_one_passages(clean, names, passages)
+    if hops:
+        uncovered = [q.words[s] for s in q.words if s in q.all - hop_one.covered(hops)]
+        if not uncovered:
+            return Assessment(None, "", (), loop.HOP1_COVERED)
+        words = tuple(uncovered[:MAX_UNCOVERED])
+        titles = " / ".join(h.name for h in hops)
+        return Assessment(f"the bridge from {titles}: {' '.join(words)}", "", words, None,
+                          tuple(hops))
     top_texts = [f"{p.get('title') or ''} {p.get('text') or ''}" for p in passages[:TOP]]
     top_texts += [str(f.get("fact") or "") for f in facts[:TOP]]
     covered = frozenset().union(*(extractive.terms(t) for t in top_texts))

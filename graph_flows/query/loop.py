@@ -6,7 +6,10 @@ searched), ``why`` (the question itself, or the planner's reason), ``by`` ('ques
 'llm' or 'rules': who asked), ``bridge`` (the entity the follow-up follows, or ""),
 ``added`` (new passages, facts and entities it brought), ``ms`` (its retrieval time),
 ``calls`` / ``tokens`` (planner calls spent deciding after it) and ``stop`` (why the loop
-ended after it; None when another round followed).
+ended after it; None when another round followed). A no-LLM round from hop-1 passages
+(graph_flows.query.second_hop) also has ``hops``: per hop-1 passage its title (``passage``)
+and ``uri``, how it belongs to the question (``belongs``), the ``bridge`` chosen, ``why``,
+and the ``document`` placed right after it (:func:`merge_hops`).
 
 Merging keeps round 1's head: the passages of the first ``head`` documents (and the first
 ``head`` facts and entities) of the evidence so far keep their places; after them the
@@ -51,6 +54,8 @@ NOTHING_NEW = "the planner's sub-question names nothing new"
 FOUND_NOTHING = "the follow-up found nothing new"
 COVERED = "the top passages cover every part of the question"
 NO_BRIDGE = "part of the question is not covered, but no bridge entity to follow"
+HOP1_COVERED = "the passages of what the question names cover every part of it"
+FOLLOWED = "every hop-1 passage was followed"
 PLANNER_FAILED = "the planner failed ({error})"
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -171,6 +176,53 @@ def merge_guess(state: dict[str, Any], found: dict[str, Any],
              "entities": _added(state.get("entities") or [], entities)}
     return {"passages": passages, "facts": facts, "entities": entities,
             "search_metrics": metrics}, added
+
+
+def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]]],
+               facts: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
+               ) -> tuple[dict[str, Any], dict[str, int]]:
+    """The evidence after a follow-up from hop-1 passages (graph_flows.query.second_hop):
+    each ``(hop-1 chunk id, bridge passage row)`` of ``places`` puts the bridge's passage
+    right after the passages of its hop-1 document, in the passages and in the ranking
+    (moved up when it was lower, left where it was when already higher); ``facts`` and
+    ``entities`` are added after the evidence's own."""
+    passages = list(state.get("passages") or [])
+    metrics = dict(state.get("search_metrics") or {})
+    ranked = list((metrics.get("ppr") or {}).get("ranked") or [])
+    docs = {p["id"]: _source(p) for p in passages}
+    for hop_id, row in places:
+        docs[row["id"]] = _source(row)
+        passages = _place(passages, hop_id, row, _by_id, _source)
+        ranked = _place(ranked, hop_id, row["id"], _same, docs.get)
+    if metrics.get("ppr"):
+        metrics["ppr"] = {**metrics["ppr"], "ranked": ranked}
+    old_f = state.get("facts") or []
+    known_f = {f["id"] for f in old_f}
+    merged_f = [*old_f, *(f for f in facts if f["id"] not in known_f)]
+    merged_e = _append_entities(state.get("entities") or [], entities)
+    added = {"passages": _added(state.get("passages") or [], passages),
+             "facts": _added(old_f, merged_f),
+             "entities": _added(state.get("entities") or [], merged_e)}
+    return {"passages": passages, "facts": merged_f, "entities": merged_e,
+            "search_metrics": metrics}, added
+
+
+def _place(items: list[T], hop_id: str, item: T, key: Callable[[T], Hashable],
+           doc: Callable[[T], Hashable]) -> list[T]:
+    """``items`` with ``item`` right after the run of items that starts at the one keyed
+    ``hop_id`` and shares its document (``doc``), unless ``item`` is already before that
+    place; ``items`` unchanged without ``hop_id``."""
+    keys = [key(i) for i in items]
+    if hop_id not in keys:
+        return items
+    at = keys.index(hop_id) + 1
+    while at < len(items) and doc(items[at]) == doc(items[at - 1]) is not None:
+        at += 1
+    mine = key(item)
+    if mine in keys[:at]:
+        return items
+    rest = [i for i in items[at:] if key(i) != mine]
+    return [*items[:at], item, *rest]
 
 
 def _last_source(passages: Sequence[dict[str, Any]]) -> int:

@@ -27,6 +27,7 @@ from graph_flows.query import (
     loop,
     planner,
     retrieval,
+    second_hop,
     sections,
 )
 from graph_flows.query.context import QueryContext
@@ -136,6 +137,12 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
                            "facts": len(found["facts"]),
                            "entities": len(found["entities"])}
         return {**found, "rounds": [record]}
+    if follow.get("hops"):
+        merged, added, own = second_hop.run_round(state, follow, _asked_names(state),
+                                                  _as_of(state.get("as_of")))
+        record = loop.new_round(len(rounds) + 1, own.pop("query"), follow.get("why", ""),
+                                "rules") | own | {"added": added}
+        return {**merged, "rounds": [*rounds, record], "follow_up": None}
     analysis = analyze.heuristic_analysis(follow["query"], [follow["bridge"]]
                                           if follow.get("bridge") else [])
     found = _search(ctx, state, follow["query"], analysis)
@@ -206,6 +213,8 @@ def _decide(ctx: QueryContext, state: QueryState, rounds: list[dict[str, Any]],
             ) -> dict[str, Any]:
     """``{"stop": reason}`` or the next round (``query``, ``why``, ``by``, ``bridge``),
     with the planner's ``calls`` / ``tokens`` and ``errors`` lines when it ran."""
+    if rounds[-1].get("hops"):  # one follow-up per hop-1 passage
+        return {"stop": loop.FOLLOWED}
     if len(rounds) > 1 and not any(rounds[-1]["added"].values()):
         return {"stop": loop.FOUND_NOTHING}
     if len(rounds) >= (ctx.max_rounds or get_resources().settings.max_rounds):
@@ -263,6 +272,13 @@ def _rules_follow_up(ctx: QueryContext, state: QueryState) -> dict[str, Any]:
                                state.get("entities") or [])
     if verdict.query is None:
         return {"stop": verdict.stop}
+    if verdict.hops:  # the bridges are chosen by the round (graph_flows.query.second_hop)
+        return {"query": verdict.query, "by": "rules", "bridge": "",
+                "uncovered": list(verdict.uncovered),
+                "hops": [{"id": h.passage["id"], "name": h.name, "by": h.by}
+                         for h in verdict.hops],
+                "why": "not covered by the passages of what the question names: "
+                       + ", ".join(verdict.uncovered)}
     asked = [state["query"], *(r["query"] for r in state.get("rounds") or [])]
     bad = loop.check_sub_question(verdict.query, verdict.bridge, asked)
     if bad:

@@ -66,7 +66,9 @@ class QueryState(QueryInput, total=False):
     and the reason the loop stopped after it (None when another round followed)."""
     follow_up: dict[str, Any] | None
     """The next round's query (``query``, ``why``, ``by``, ``bridge``) chosen by
-    assess_evidence; None when the loop is done."""
+    assess_evidence, and for the no-LLM follow-up from hop-1 passages their chunk ids
+    (``hops``) and the words they leave uncovered (``uncovered``); None when the loop is
+    done."""
     errors: Annotated[list[str], operator.add]
     """Degradations the user should know about (never stack traces)."""
 

@@ -22,7 +22,7 @@ from graph_flows.shared.providers import ChatResolution
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
-from tests.evidence_corpus import P2, QUESTION
+from tests.evidence_corpus import P1, P2, QUESTION
 from tests.loop_corpus import ENOUGH, FOLLOW, seed_two_hop
 from tests.query_fixtures import ScriptedChatModel
 
@@ -219,7 +219,13 @@ def test_without_a_model_the_rules_decide_unless_turned_off(res: Resources) -> N
     assert loop.NO_PLANNER not in [r["stop"] for r in rounds]  # the default: rules decide
     for r in rounds[1:]:
         assert r["by"] == "rules" and r["bridge"] and r["query"].startswith(r["bridge"])
-        assert sum(r["added"].values()) > 0
+        if r.get("hops"):  # from the passage of what the question names (issue 41)
+            (hop,) = r["hops"]
+            assert (hop["uri"], hop["bridge"], hop["document"]) == (P1, "Orsina Kael", P2)
+            assert "founded" in hop["why"] and rounds[-1]["stop"] == loop.FOLLOWED
+        else:
+            assert sum(r["added"].values()) > 0
+    assert any(r.get("hops") for r in rounds)
     off = query_flow.invoke({"query": QUESTION}, context={"no_llm_follow_up": False})
     assert [r["stop"] for r in off["rounds"]] == [loop.NO_PLANNER]
 
@@ -304,13 +310,19 @@ def test_the_head_counts_documents_not_chunks() -> None:
 
 
 def test_the_rules_follow_up_needs_an_uncovered_word_and_a_bridge() -> None:
-    velmor = {"id": "c1", "title": "velmor.md",
-              "text": "The Velmor Prize for poetry was founded by Orsina Kael in 1931."}
+    # a passage about the named thing is a hop-1 passage: the round chooses the bridge
+    own = {"id": "c0", "title": "velmor.md",
+           "text": "The Velmor Prize for poetry was founded by Orsina Kael in 1931."}
+    verdict = follow_up.assess(QUESTION, ["Velmor Prize"], [own], [], [])
+    assert [h.passage["id"] for h in verdict.hops] == ["c0"] and verdict.bridge == ""
+    # without one, the weaker guess: the best-ranked entity the top passages name
+    velmor = {"id": "c1", "title": "prizes.md",
+              "text": "Poetry prizes: the Velmor Prize was founded by Orsina Kael in 1931."}
     entities = [{"name": "Velmor Prize"}, {"name": "Orsina Kael"}, {"name": "Trelvik"}]
     verdict = follow_up.assess(QUESTION, ["Velmor Prize"], [velmor], [], entities)
     assert verdict.stop is None and verdict.bridge == "Orsina Kael"
     assert verdict.query == "Orsina Kael " + " ".join(verdict.uncovered)
-    assert {"spend", "childhood"} <= set(verdict.uncovered)
+    assert {"spend", "childhood"} <= set(verdict.uncovered) and not verdict.hops
     # every word of the question covered: stop
     covering = {"id": "c2",
                 "text": "The founder of the Velmor Prize will spend her childhood here."}

@@ -102,6 +102,10 @@ def test_multihop_json_finds_gold_passages_and_reuses_the_corpus(
     assert drawing["none_answers"] == conf["none"]["n"] and drawing["none_diagrams"] == 0
     assert drawing["nodes_max"] <= 12 and drawing["labelled_share"] in (None, 1.0)
     assert drawing["answer_shown"] <= drawing["answer_shown_of"] <= len(QUESTIONS)
+    # retrieval by half (even: q1, odd: q2) and by the gold decomposition's hop count (q1)
+    assert set(report["krag_halves"]) == {"even", "odd"}
+    assert set(report["krag_by_hops"]) == {"2-hop"}
+    assert report["krag_by_hops"]["2-hop"] == report["krag_halves"]["even"]
 
     code, out, _ = run_cli(capsys, *args)
     again = json.loads(out)

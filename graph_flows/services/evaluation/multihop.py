@@ -12,7 +12,10 @@ Ans@ctx is the answer (or an alias) in the context the graph built (``definition
 ``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
 Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
 answer: queries run without an LLM, so that is the extractive no-LLM answer users get.
-``confidence`` counts the answers by their confidence label (graph_flows.query.confidence):
+``krag_halves`` scores the graph over the even (development) and odd (held-out) question
+indexes, ``krag_by_hops`` by the hop count of each question's gold decomposition (2-hop,
+3-hop, 4-hop on MuSiQue). ``confidence`` counts the answers by their confidence label
+(graph_flows.query.confidence):
 ``{label: {"n", "correct"}}``, correct by the Ans@answer test; ``confidence_halves`` the same
 over the even (development) and odd (held-out) question indexes.
 ``diagram`` measures each answer's final Mermaid diagram: its size, labelled edges, whether
@@ -196,9 +199,13 @@ def run_multihop(
     flagged["share"] = round(flagged["flagged"] / flagged["chunks"], 4) if chunks else 0.0
     labels = planning.pop("confidence")
     diagrams = planning.pop("diagram")
+    parts = planning.pop("parts")
     planning |= {"mode": loop.planner, "no_llm_follow_up": loop.no_llm_follow_up,
                  "max_rounds": loop.max_rounds or resources.settings.max_rounds}
-    return {"krag": krag.as_dict(), "confidence": labels.table(),
+    return {"krag": krag.as_dict(),
+            "krag_halves": {k: parts[k] for k in ("even", "odd") if k in parts},
+            "krag_by_hops": {k: parts[k] for k in parts if k.endswith("-hop")},
+            "confidence": labels.table(),
             "confidence_halves": {"even": labels.table(0), "odd": labels.table(1)},
             "diagram": diagrams.as_dict(), "planner": planning, "injection": flagged,
             "baselines": {"dense": dense.as_dict(), "bm25": bm25.as_dict()},
@@ -311,6 +318,7 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
 
     score, counts, labels = RetrievalScore(), LoopCounts(), ConfidenceCounts()
     diagrams = DiagramCounts()
+    parts: dict[str, RetrievalScore] = {}
     for n, q in enumerate(run.questions, 1):
         started = time.perf_counter()
         result = query_flow.invoke({"query": q.question, "scope": run.scope}, context=context)
@@ -322,12 +330,22 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
         built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
                                                         "passages_text"))
         right = answer_in(result.get("answer") or "", q.answers)
-        score.add(ranked, q.gold, answer_in(built, q.answers), ms, right)
+        for part in (score, *(parts.setdefault(k, RetrievalScore()) for k in _parts(n - 1, q))):
+            part.add(ranked, q.gold, answer_in(built, q.answers), ms, right)
         counts.add(result)
         labels.add(n - 1, result, right)
         diagrams.add(q.question, result, q.answers)
         run.progress("krag", n, len(run.questions))
-    return score, counts.as_dict() | {"confidence": labels, "diagram": diagrams}
+    return score, counts.as_dict() | {"confidence": labels, "diagram": diagrams, "parts": {
+        k: v.as_dict() for k, v in sorted(parts.items())}}
+
+
+def _parts(index: int, q: Question) -> list[str]:
+    """The report parts a question (``index`` from 0) counts in: its half ("even", the
+    development half, or "odd", the held-out one) and, when its gold decomposition gives
+    it, its hop count ("2-hop", ...)."""
+    return ["even" if index % 2 == 0 else "odd",
+            *([f"{len(q.decomposition)}-hop"] if q.decomposition else [])]
 
 
 @dataclass

@@ -1,0 +1,154 @@
+"""The no-LLM follow-up round from hop-1 passages (issue 41): for each hop-1 passage
+(graph_flows.query.hop_one), the bridge it introduces and the bridge's best passage, placed
+right after that hop-1 passage.
+
+The round reads only what it needs, in three small statements (storage.bridges): the
+entities the hop-1 chunks mention (the candidates, scored by their link to the question's
+relation: :func:`graph_flows.query.hop_one.candidates`), the passages of those candidates
+nearest the question (exact cosine over each candidate's own provenance, a few each,
+outside the hop-1 documents), and the facts the chosen passages state about the bridge.
+
+A candidate's score is its ``link`` (0..1) plus how well its best passage matches the
+question (its cosine, min-max scaled over the hop's candidates to 0..1): two kinds of
+evidence weighed alike, as passage_order weighs the graph and the question match. A
+candidate without a passage outside the hop-1 documents cannot lead anywhere and is
+dropped. Why it should hold elsewhere: the next hop's passage is one that mentions the
+bridge and says what the question asks about it, which is what the question's vector
+matches; the link tells apart two candidates whose passages match alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graph_flows.query import confidence, extractive, hop_one, loop, scoring
+from graph_flows.shared.resources import get_resources
+from graph_flows.shared.threads import ContextThreadPool
+from graph_flows.shared.untrusted import guard_passage
+from storage import bridges
+from storage.models import as_row
+
+PER_ENTITY = 3  # passages read per candidate
+FACTS = 10  # facts of the chosen passages about their bridges
+# the question's vector is computed on a thread of its own while the round reads the hop-1
+# passages' entities and parses their sentences (threads start on first use)
+_EMBED = ContextThreadPool(max_workers=2, thread_name_prefix="krag-hop-embed")
+
+
+@dataclass
+class Followed:
+    """What the round found: per hop-1 passage its record (shown in ``rounds``) and the
+    placement (hop-1 chunk id, the bridge's passage row), the facts and entity rows."""
+
+    hops: list[dict[str, Any]] = field(default_factory=list)
+    places: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    ms: float = 0.0
+
+
+def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
+           hops: Sequence[hop_one.HopOne], embed: Callable[[], Sequence[float]],
+           as_of: Any = None) -> Followed:
+    """The bridge of each hop-1 passage in ``hops`` and its best passage (module
+    docstring); ``embed`` gives the question's vector."""
+    start = time.perf_counter()
+    vector = _EMBED.submit(embed)  # beside the first statement and the parse
+    out = Followed()
+    q = extractive.question(query, names)
+    relation = confidence.relation_words(q)
+    mentioned = bridges.chunk_entities(conn, [h.passage["id"] for h in hops])
+    found = [hop_one.candidates(h, [as_row(e) for e in mentioned[h.passage["id"]]], q,
+                                relation) for h in hops]
+    ids = [c.id for cands in found for c in cands]
+    skip = [str(h.passage.get("document_id")) for h in hops if h.passage.get("document_id")]
+    near = bridges.bridge_chunks(conn, scope, ids, vector.result(), skip, PER_ENTITY) \
+        if ids else []
+    rows = {e.id: e for es in mentioned.values() for e in es}
+    for hop, cands in zip(hops, found, strict=True):
+        chosen = choose(cands, near)
+        record = {"passage": hop.passage.get("title") or "", "uri": hop.passage.get("uri"),
+                  "belongs": hop.by, "bridge": "", "why": "no candidate with a passage "
+                  "outside the hop-1 passages", "document": ""}
+        if chosen is not None:
+            cand, hit, why = chosen
+            record |= {"bridge": cand.name, "why": why, "document": hit.row.get("title")}
+            out.places.append((str(hop.passage["id"]), guard_passage(
+                {**hit.row, "score": round(hit.similarity, 6), "methods": ["bridge"]})))
+            out.entities.append(_entity_row(rows[cand.id]))
+        out.hops.append(record)
+    chunks = [row["id"] for _, row in out.places]
+    out.facts = [_fact_row(f) for f in bridges.chunk_facts(
+        conn, scope, chunks, [e["id"] for e in out.entities], FACTS, as_of)]
+    out.ms = round((time.perf_counter() - start) * 1000, 2)
+    return out
+
+
+def choose(cands: Sequence[hop_one.Candidate], near: Sequence[bridges.BridgeChunk],
+           ) -> tuple[hop_one.Candidate, bridges.BridgeChunk, str] | None:
+    """The candidate with the best link + scaled match and its best passage, and why (None:
+    no candidate has a passage)."""
+    best: dict[str, bridges.BridgeChunk] = {}
+    for hit in near:
+        if hit.entity_id not in best or hit.similarity > best[hit.entity_id].similarity:
+            best[hit.entity_id] = hit
+    usable = [c for c in cands if c.id in best]
+    if not usable:
+        return None
+    match = _scaled({c.id: best[c.id].similarity for c in usable})
+    pick = max(usable, key=lambda c: c.link + match[c.id])  # ties: the first (best link)
+    hit = best[pick.id]
+    why = (f"{pick.why}; its passage “{hit.row.get('title')}” matches the question at "
+           f"{hit.similarity:.2f} (best of {len(usable)} candidate"
+           f"{'s' if len(usable) > 1 else ''})")
+    return pick, hit, why
+
+
+def _scaled(values: Mapping[str, float]) -> dict[str, float]:
+    """``values`` min-max scaled to 0..1 (all 1.0 when equal)."""
+    low, high = min(values.values()), max(values.values())
+    span = high - low
+    return {k: 1.0 if span <= 0 else (v - low) / span for k, v in values.items()}
+
+
+def _entity_row(entity: Any) -> dict[str, Any]:
+    return {**as_row(entity), "methods": ["bridge"], "score": 0, "similarity": 0.0,
+            "name_match": False, "summary_match": False,
+            "agreement": scoring.agreement(["bridge"])}
+
+
+def _fact_row(found: bridges.ChunkFact) -> dict[str, Any]:
+    return {**as_row(found.fact), "methods": ["bridge"], "text_match": False,
+            "similarity": 0.0, "hop": None, "score": 0,
+            "agreement": scoring.agreement(["bridge"]), "sources": found.sources,
+            "subject": found.subject, "object": found.object}
+
+
+def hops_of(state: Mapping[str, Any], follow: Mapping[str, Any]) -> list[hop_one.HopOne]:
+    """The hop-1 passages a follow-up names (``follow["hops"]``: chunk id, name, how it
+    belongs), read back from the evidence's passages."""
+    rows = {p["id"]: p for p in state.get("passages") or []}
+    return [hop_one.HopOne(rows[h["id"]], h["name"], h["by"])
+            for h in follow.get("hops") or [] if h["id"] in rows]
+
+
+def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequence[str],
+              as_of: Any = None) -> tuple[dict[str, Any], dict[str, int], dict[str, Any]]:
+    """The follow-up round of ``follow`` on ``state``: the merged state keys, the counts
+    added and the round record's own keys (``hops``, ``bridge``, ``query``, ``ms``)."""
+    start = time.perf_counter()
+    res = get_resources()
+    scope = (state.get("search_metrics") or {}).get("scopes") or [state["scope"]]
+    with res.store.connect() as conn:
+        found = find(conn, scope, state["query"], names, hops_of(state, follow),
+                       lambda: res.embeddings.embed_query(state["query"]), as_of)
+    merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities)
+    words = " ".join(follow.get("uncovered") or ())
+    chosen = [h["bridge"] for h in found.hops if h["bridge"]]
+    record = {"hops": found.hops, "bridge": "; ".join(chosen),
+              "ms": round((time.perf_counter() - start) * 1000, 2),
+              "query": "; ".join(f"{b} {words}".strip() for b in chosen) or follow["query"]}
+    return merged, added, record
