@@ -1,9 +1,10 @@
 """The encoding of a text file, and its text read in bounded blocks.
 
-A text file is UTF-8 (a BOM is dropped), UTF-16 when it starts with a UTF-16 byte-order mark,
-else Windows-1252 when that decodes cleanly; control characters (beyond tab, newlines, form
-feed and escape) in more than 1 % of its first megabyte, a NUL byte (outside UTF-16) or no
-valid decoding mean "binary".
+A text file is UTF-8 (a BOM is dropped); UTF-16 when it starts with a UTF-16 byte-order mark
+or every other byte of its first megabyte is NUL (Latin text saved without a mark); else
+Windows-1252 when that decodes cleanly. Control characters (beyond tab, newlines, form feed
+and escape) in more than 1 % of its first megabyte, a NUL byte (outside UTF-16) or no valid
+decoding mean "binary".
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ def sniff_encoding(path: Path) -> str | None:
         head = handle.read(READ_BLOCK)
     if head.startswith(_UTF16_BOMS):
         return "utf-16" if _decodes(path, "utf-16") else None
+    wide = _utf16_without_bom(head)
+    if wide:
+        return wide if _decodes(path, wide) else None
     controls = sum(1 for byte in head if byte < 32 and byte not in _TEXT_CONTROLS)
     if controls > len(head) * MAX_CONTROL_RATIO:
         return None
@@ -34,6 +38,19 @@ def sniff_encoding(path: Path) -> str | None:
                 return encoding
         except _Binary:
             return None
+    return None
+
+
+def _utf16_without_bom(head: bytes) -> str | None:
+    """"utf-16-le"/"utf-16-be" when every other byte of the head is NUL (Latin text saved as
+    UTF-16 without a byte-order mark), else None."""
+    even, odd = head[0::2], head[1::2]
+    if len(head) < 8 or head.count(0) * 2 < len(head) * 0.9:
+        return None
+    if odd.count(0) == len(odd) and 0 not in even:
+        return "utf-16-le"
+    if even.count(0) == len(even) and 0 not in odd:
+        return "utf-16-be"
     return None
 
 

@@ -69,17 +69,12 @@ def _outline_level(paragraph: Any) -> int:
 
 
 def _table_rows(table: Any) -> list[list[str]]:
-    """Cell texts per row, a merged cell once."""
-    rows = []
-    for row in table.rows:
-        cells, seen = [], set()
-        for cell in row.cells:
-            if id(cell._tc) in seen:
-                continue
-            seen.add(id(cell._tc))
-            cells.append(" ".join(cell.text.split()))
-        rows.append(cells)
-    return rows
+    """Cell texts per row, from the row's own cells: a merged cell once (python-docx's
+    grid view, ``row.cells``, raises on some real files' grids)."""
+    from docx.table import _Cell
+
+    return [[" ".join(_Cell(tc, table).text.split()) for tc in tr.tc_lst]
+            for tr in table._tbl.tr_lst]
 
 
 class _NumberFormats:
