@@ -73,12 +73,12 @@ def test_slides_keep_number_title_bullets_and_notes(tmp_path: Path) -> None:
 def test_sheets_keep_names_header_and_row_numbers(tmp_path: Path) -> None:
     doc = one(ff.write_xlsx(tmp_path / "budget.xlsx"))
     assert doc.metadata["sheets"] == ["Budget", "Notes"]
-    assert "# Sheet: Budget\n\n- Row 2: Item: Line 2; Amount: 20; Owner: Finance" in doc.text
-    assert "- Row 12: Item: Rent; Amount: 1200; Owner: Facilities" in doc.text
-    assert "# Sheet: Notes\n\n- Row 1: The budget was approved by Ingrid Solberg." in doc.text
+    assert "# Sheet: Budget\n\n- row 2: Item: Line 2; Amount: 20; Owner: Finance" in doc.text
+    assert "- row 12: Item: Rent; Amount: 1200; Owner: Facilities" in doc.text
+    assert "# Sheet: Notes\n\n- row 1: The budget was approved by Ingrid Solberg." in doc.text
     rent = next(c for c in chunk_text(clean_text(doc.text), size=150, overlap=0)
                 if "Rent" in c)
-    assert rent.startswith("# Sheet: Budget\n\n") and "Row 12" in rent
+    assert rent.startswith("# Sheet: Budget\n\n") and "row 12" in rent
 
 
 def test_csv_and_tsv_rows(tmp_path: Path) -> None:
@@ -87,9 +87,9 @@ def test_csv_and_tsv_rows(tmp_path: Path) -> None:
     (tmp_path / "rooms.tsv").write_text("Room\tFloor\nB12\t2\n", encoding="utf-8")
     (tmp_path / "wide.csv").write_bytes("Name,City\nJosé,Málaga\n".encode("utf-16"))
     assert one(tmp_path / "staff.csv").text == (
-        "- Row 2: Name: Ada; Team: Data; Room: B12\n- Row 4: Name: Lin; Team: Ops; Room: C3\n")
-    assert one(tmp_path / "rooms.tsv").text == "- Row 2: Room: B12; Floor: 2\n"
-    assert one(tmp_path / "wide.csv").text == "- Row 2: Name: José; City: Málaga\n"
+        "- row 2: Name: Ada; Team: Data; Room: B12\n- row 4: Name: Lin; Team: Ops; Room: C3\n")
+    assert one(tmp_path / "rooms.tsv").text == "- row 2: Room: B12; Floor: 2\n"
+    assert one(tmp_path / "wide.csv").text == "- row 2: Name: José; City: Málaga\n"
 
 
 def test_email_subject_headers_and_metadata(tmp_path: Path) -> None:
@@ -126,12 +126,12 @@ def test_odt_rtf_json_and_jsonl(tmp_path: Path) -> None:
         ' {"name": "Anchor", "stock": {"Bergen": 3}}]}', encoding="utf-8")
     js = one(tmp_path / "items.json")
     assert js.title == "items"
-    assert js.text == ("shop: Harbour Store\n\n# items\n\n- Item 1: name: Rope; price: 12.5\n"
-                       "- Item 2: name: Anchor; stock.Bergen: 3\n\n")
+    assert js.text == ("shop: Harbour Store\n\n# items\n\n- item 1: name: Rope; price: 12.5\n"
+                       "- item 2: name: Anchor; stock.Bergen: 3\n\n")
     (tmp_path / "log.jsonl").write_text('{"event": "boot"}\n\n{"event": "ready", "ok": true}\n',
                                         encoding="utf-8")
     assert one(tmp_path / "log.jsonl").text == (
-        "- Line 1: event: boot\n- Line 3: event: ready; ok: true\n")
+        "- line 1: event: boot\n- line 3: event: ready; ok: true\n")
     (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{"a": \n', encoding="utf-8")
     assert why(tmp_path / "bad.jsonl").startswith("not valid JSON (Expecting value at line 2")
 
@@ -187,8 +187,8 @@ def test_a_million_empty_rows_neither_hang_nor_fill_memory(tmp_path: Path,
     started = time.monotonic()
     doc = one(path)
     assert time.monotonic() - started < 30  # seconds, on a loaded 2-core machine
-    assert doc.text == "# Sheet: Stock\n\n- Row 2: Part: Bolt; Count: 40\n" \
-                       "- Row 3: Part: Nut; Count: 75\n\n"
+    assert doc.text == "# Sheet: Stock\n\n- row 2: Part: Bolt; Count: 40\n" \
+                       "- row 3: Part: Nut; Count: 75\n\n"
     assert ("sheets_cut_at" in doc.metadata) is (not declared_only)
 
 

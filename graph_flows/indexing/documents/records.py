@@ -2,10 +2,10 @@
 
 JSON: every value that is text, a number or a boolean is kept with its key path
 (``address.city: London``); nulls and empty strings are dropped. A list of objects (the
-top level, or under a key) gives one list item per element, ``- Item 3: name: Ada; role:
+top level, or under a key) gives one list item per element, ``- item 3: name: Ada; role:
 analyst`` (numbered from 1); the values of a top-level object's keys that hold objects or
 lists go under a ``# <key>`` heading. JSON Lines (``.jsonl``, ``.ndjson``): one list item
-per line, ``- Line 12: ...``, read as a stream; a line that is not JSON refuses the file,
+per line, ``- line 12: ...``, read as a stream; a line that is not JSON refuses the file,
 naming the line. RTF: the text striprtf reads, one paragraph per RTF paragraph, table rows
 as ``| a | b |`` lines (RTF keeps no heading structure that striprtf reads).
 """
@@ -41,7 +41,7 @@ def convert_jsonl(path: Path) -> tuple[str | None, Iterator[str], dict[str, Any]
                     continue
                 flat = flatten(_parse(line, number))
                 if flat:
-                    yield f"- Line {number}: {flat}\n"
+                    yield f"- line {number}: {flat}\n"
 
     return None, blocks(), {}
 
@@ -89,7 +89,7 @@ def _value_blocks(value: Any) -> Iterator[str]:
     if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
         for number, item in enumerate(value, start=1):
             if flat := flatten(item):
-                yield f"- Item {number}: {flat}\n"
+                yield f"- item {number}: {flat}\n"
         yield "\n"
     elif flat := flatten(value):
         yield f"{flat}\n\n"

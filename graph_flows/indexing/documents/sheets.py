@@ -1,7 +1,7 @@
 """Excel (.xlsx) with openpyxl, and CSV/TSV with the standard library, as readable rows.
 
 Each worksheet becomes a section ``# Sheet: <name>`` whose rows are list items
-``- Row 12: Item: Rent; Amount: 1200`` (:class:`~graph_flows.indexing.documents.tables.
+``- row 12: Item: Rent; Amount: 1200`` (:class:`~graph_flows.indexing.documents.tables.
 SheetRows`: the header row's names label every value), so a passage says which sheet and
 row it comes from. Cached formula results are read (``data_only``), not formulas; hidden
 sheets are read like the others; charts and pictures are left out.

@@ -7,7 +7,7 @@ line per row. The chunker (:mod:`~graph_flows.indexing.documents.chunking`) keep
 kinds of line whole.
 
 Spreadsheet and CSV rows (:class:`SheetRows`) carry their row number:
-``- Row 12: Item: Rent; Amount: 1200``, which is what a citation can point at.
+``- row 12: Item: Rent; Amount: 1200``, which is what a citation can point at.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def column_letter(number: int) -> str:
 
 
 class SheetRows:
-    """Turns a sheet's (or a CSV file's) rows into ``- Row N: ...`` lines.
+    """Turns a sheet's (or a CSV file's) rows into ``- row N: ...`` lines.
 
     The first row with at least two filled cells, all text, is the header: it is not
     written, its names label the values of every later row. Rows before it are written as
@@ -119,12 +119,12 @@ class SheetRows:
             return None
         self.rows += 1
         if self.header is None:
-            return f"- Row {number}: " + " | ".join(filled)
-        return f"- Row {number}: {pairs(self.header, cells)}"
+            return f"- row {number}: " + " | ".join(filled)
+        return f"- row {number}: {pairs(self.header, cells)}"
 
     def header_only(self) -> str | None:
         """The header row as a line when no row followed it (else None)."""
         if self.rows or self.header is None:
             return None
         self.rows = 1
-        return f"- Row {self.header_row}: " + " | ".join(c for c in self.header if c)
+        return f"- row {self.header_row}: " + " | ".join(c for c in self.header if c)
