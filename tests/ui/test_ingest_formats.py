@@ -20,6 +20,7 @@ from storage import KnowledgeStore
 from tests import format_fixtures as ff
 from tests.procs import run_cli as cli
 from tests.ui.test_ingest_cli import _isolated, resources  # noqa: F401 - autouse fixture
+from tests.ui.test_ui_apptest import seeded_url  # noqa: F401 - fixture
 
 GOOD = {"policy.docx", "review.pptx", "budget.xlsx", "mail.eml"}
 
@@ -91,3 +92,32 @@ def test_the_indexing_graph_paths_input_reads_the_new_formats(
     assert out["documents"]["new"] == 3 and not out["failures"]
     assert any("# The Lighthouse" in t and "Elsa Varga" in t for t in cited(answer)), \
         answer["answer"]
+
+
+@pytest.mark.usefixtures("seeded_url")
+def test_the_upload_accepts_the_new_types_and_ingests_a_word_file(tmp_path: Path) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from graph_flows.shared.settings import load_settings
+    from tests.ui.test_ui_apptest import APP, TIMEOUT
+    from ui.web import backend
+
+    settings = load_settings()
+    for name in ("a.docx", "b.PPTX", "c.xlsx", "d.csv", "e.epub", "f.eml", "g.odt", "h.rtf",
+                 "i.json", "j.jsonl"):
+        assert backend.check_upload(name, 100, settings) is None, name
+    docx = ff.write_docx(tmp_path / "policy.docx").read_bytes()
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    at.sidebar.get("file_uploader")[0].set_value([
+        ("policy.docx", docx, "application/octet-stream"),
+        ("renamed.docx", b"%PDF-1.4\n%%EOF\n", "application/octet-stream")]).run()
+    at.sidebar.button[0].click().run()
+    assert not at.exception, at.exception
+    (line,) = [w.value.replace("\\", "") for w in at.sidebar.warning]
+    assert line == ("1 ingested, 1 refused: renamed.docx: this is a PDF, not a Word file; "
+                    "rename it to .pdf"), line
+    at.chat_input[0].set_value("What is the daily allowance in Oslo?").run(timeout=TIMEOUT)
+    assert not at.exception, at.exception
+    (panel,) = [e for e in at.chat_message[-1].expander if e.label.startswith("Sources")]
+    sources = "\n".join(m.value for m in panel.markdown).replace("\\", "")
+    assert "policy.docx" in sources and "Oslo" in sources, sources
