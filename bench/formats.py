@@ -2,13 +2,13 @@
 
 Usage::
 
-    python -m bench.formats FOLDER [--ingest] [--max-mb 50] [--json OUT]
+    python -m bench.formats FOLDER [--only .docx,.xlsx] [--ingest] [--max-mb 50] [--json OUT]
 
 Walks FOLDER (recursively, hidden entries skipped) and, for each file whose type krag reads
 (:data:`graph_flows.indexing.documents.loaders.SUPPORTED_SUFFIXES`), runs the loader as an
 ingest does: load (conversion to Markdown), clean, chunk. Per format it reports files,
 loaded, failed (each failure's one-line reason), characters of cleaned text, chunks, and
-seconds of load + clean + chunk.
+seconds of load + clean + chunk. ``--only`` keeps the listed suffixes.
 
 ``--ingest`` then ingests each format's files through the ingest service as ``krag
 ingest`` does (no-LLM when ``KRAG_CHAT_MODEL=none``; the database of ``KRAG_DATA_DIR`` or
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import time
 from collections import defaultdict
@@ -114,11 +115,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("folder", type=Path)
     parser.add_argument("--ingest", action="store_true",
                         help="also ingest each format's files through the ingest service")
+    parser.add_argument("--only", default="", help="comma-separated suffixes (default: all)")
     parser.add_argument("--max-mb", type=int, default=50, help="KRAG_MAX_UPLOAD_MB")
     parser.add_argument("--json", type=Path, help="write the per-file details here")
     args = parser.parse_args(argv)
     os.environ.setdefault("KRAG_MAX_UPLOAD_MB", str(args.max_mb))
-    groups = files_by_format(args.folder)
+    logging.getLogger("pypdf").setLevel(logging.ERROR)  # per-font warnings, not failures
+    only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
+    groups = {s: p for s, p in files_by_format(args.folder).items() if not only or s in only}
     rows = {s: [load_one(p, args.max_mb * MB) for p in paths] for s, paths in groups.items()}
     summary = {s: summarise(r) for s, r in rows.items()}
     if args.ingest:
