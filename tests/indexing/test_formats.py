@@ -213,3 +213,7 @@ def test_a_corrupt_container_is_one_line(tmp_path: Path) -> None:
     reason = why(tmp_path / "broken.docx")
     assert reason.startswith("unreadable Word file (") and reason.endswith(
         "open and save it again, or export it as PDF or text")
+    (tmp_path / "macro.docx").write_bytes(ff.write_xlsx(tmp_path / "book.xlsx").read_bytes())
+    reason = why(tmp_path / "macro.docx")  # a workbook named .docx: python-docx names the path
+    assert reason.startswith("unreadable Word file (ValueError: file 'macro.docx' is not a Word")
+    assert str(tmp_path) not in reason

@@ -98,7 +98,8 @@ def load_converted(
         raise  # the loader's one line: cannot read the file
     except Exception as err:  # noqa: BLE001 - a library's error on one file: reported, logged
         log.warning("cannot convert %s", uri, exc_info=err)
-        reason = " ".join(f"{type(err).__name__}: {err}".split())[:160]
+        said = str(err).replace(str(path), path.name)  # a reason never shows the path
+        reason = " ".join(f"{type(err).__name__}: {said}".split())[:160]
         yield LoadFailure(uri, f"unreadable {fmt.label} ({reason}); open and save it again, "
                                "or export it as PDF or text")
         return
