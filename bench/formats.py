@@ -8,7 +8,8 @@ Walks FOLDER (recursively, hidden entries skipped) and, for each file whose type
 (:data:`graph_flows.indexing.documents.loaders.SUPPORTED_SUFFIXES`), runs the loader as an
 ingest does: load (conversion to Markdown), clean, chunk. Per format it reports files,
 loaded, failed (each failure's one-line reason), characters of cleaned text, chunks, and
-seconds of load + clean + chunk. ``--only`` keeps the listed suffixes.
+seconds of load + clean + chunk. ``--only`` takes the files with the listed suffixes,
+supported or not (a run of older code then counts what it refuses).
 
 ``--ingest`` then ingests each format's files through the ingest service as ``krag
 ingest`` does (no-LLM when ``KRAG_CHAT_MODEL=none``; the database of ``KRAG_DATA_DIR`` or
@@ -39,14 +40,15 @@ from graph_flows.indexing.documents.types import LoadFailure
 MB = 1 << 20
 
 
-def files_by_format(folder: Path) -> dict[str, list[Path]]:
-    """Supported files under ``folder`` by suffix, each list sorted."""
+def files_by_format(folder: Path, suffixes: set[str] | frozenset[str]
+                    ) -> dict[str, list[Path]]:
+    """Files under ``folder`` with one of ``suffixes``, by suffix, each list sorted."""
     found: dict[str, list[Path]] = defaultdict(list)
     for root, dirs, names in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in names:
             path = Path(root) / name
-            if not name.startswith(".") and path.suffix.lower() in SUPPORTED_SUFFIXES:
+            if not name.startswith(".") and path.suffix.lower() in suffixes:
                 found[path.suffix.lower()].append(path)
     return {k: sorted(v) for k, v in sorted(found.items())}
 
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("KRAG_MAX_UPLOAD_MB", str(args.max_mb))
     logging.getLogger("pypdf").setLevel(logging.ERROR)  # per-font warnings, not failures
     only = {s.strip().lower() for s in args.only.split(",") if s.strip()}
-    groups = {s: p for s, p in files_by_format(args.folder).items() if not only or s in only}
+    groups = files_by_format(args.folder, only or SUPPORTED_SUFFIXES)
     rows = {s: [load_one(p, args.max_mb * MB) for p in paths] for s, paths in groups.items()}
     summary = {s: summarise(r) for s, r in rows.items()}
     if args.ingest:
