@@ -1,17 +1,26 @@
 """HTML to Markdown-like plain text with BeautifulSoup (the html.parser backend, no extras).
 
 Dropped: ``script``, ``style``, ``nav``, ``footer``, ``noscript``, ``template``, ``iframe``,
-``svg``, ``head`` (after reading ``<title>``) and comments. Kept as structure: headings
-become ``#`` lines, list items ``- `` lines, ``<pre>`` blocks fenced code, table rows one line
-each with cells separated by `` | ``, ``<br>`` a line break; block elements are separated by
-blank lines. Whitespace inside running text is collapsed as a browser would.
+``svg``, ``head`` (after reading ``<title>``), comments, the doctype and XML declarations.
+Kept as structure: headings become ``#`` lines, list items ``- `` lines, ``<pre>`` blocks
+fenced code, table rows one line each with cells separated by `` | ``, ``<br>`` a line
+break; block elements are separated by blank lines. Whitespace inside running text is
+collapsed as a browser would.
 """
 
 from __future__ import annotations
 
 import re
 
-from bs4 import BeautifulSoup, Comment, NavigableString, Tag
+from bs4 import (
+    BeautifulSoup,
+    Comment,
+    Declaration,
+    Doctype,
+    NavigableString,
+    ProcessingInstruction,
+    Tag,
+)
 
 DROPPED_TAGS = ("script", "style", "nav", "footer", "noscript", "template", "iframe", "svg")
 BLOCK_TAGS = (
@@ -19,6 +28,7 @@ BLOCK_TAGS = (
     "table", "figure", "figcaption", "dl", "dt", "dd", "form", "address", "details", "summary",
 )
 _HEADING = re.compile(r"^h([1-6])$")
+_NOT_TEXT = (Comment, Declaration, Doctype, ProcessingInstruction)
 
 
 def html_to_text(html: bytes | str) -> tuple[str | None, str]:
@@ -28,8 +38,8 @@ def html_to_text(html: bytes | str) -> tuple[str | None, str]:
     title = " ".join(title_tag.get_text(" ").split()) if title_tag else None
     for tag in soup.find_all([*DROPPED_TAGS, "head", "title"]):
         tag.decompose()
-    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
-        comment.extract()
+    for node in soup.find_all(string=lambda s: isinstance(s, _NOT_TEXT)):
+        node.extract()  # comments, <!DOCTYPE ...>, <?xml ...?>
     _collapse_whitespace(soup)
     _mark_structure(soup)
     return title or None, _tidy(soup.get_text())

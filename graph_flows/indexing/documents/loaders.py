@@ -1,4 +1,6 @@
-"""Turn files and folders into plain text documents: Markdown, text, PDF and HTML.
+"""Turn files and folders into plain text documents: Markdown, text, PDF and HTML here;
+Word, PowerPoint, Excel, CSV/TSV, EPUB, e-mail, OpenDocument text, RTF, JSON and JSON Lines
+converted to Markdown by :mod:`~graph_flows.indexing.documents.formats`.
 
 :func:`load_path` yields one :class:`LoadedDocument` per file, or a :class:`LoadFailure`
 whose ``reason`` is one line saying what is wrong and what to do. Folders are walked
@@ -24,20 +26,19 @@ Windows-1252 when that decodes cleanly; a NUL byte or no valid decoding means "b
 
 from __future__ import annotations
 
-import codecs
 import logging
 import os
 from collections.abc import Iterator
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from graph_flows.indexing.documents.chunking import heading_path
+from graph_flows.indexing.documents.encoding import read_blocks, sniff_encoding
+from graph_flows.indexing.documents.formats import FORMATS, load_converted
 from graph_flows.indexing.documents.html_text import html_to_text
+from graph_flows.indexing.documents.parts import as_documents, markdown_title, split_parts
 from graph_flows.indexing.documents.pdf import load_pdf
 from graph_flows.indexing.documents.types import LoadedDocument, LoadFailure, LoadResult
 
-SUPPORTED_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".pdf", ".html", ".htm"})
 MEDIA_TYPES = {
     ".md": "text/markdown",
     ".markdown": "text/markdown",
@@ -45,11 +46,9 @@ MEDIA_TYPES = {
     ".pdf": "application/pdf",
     ".html": "text/html",
     ".htm": "text/html",
+    **{suffix: fmt.media_type for suffix, fmt in FORMATS.items()},
 }
-READ_BLOCK = 1 << 20
-_FALLBACK_ENCODING = "cp1252"
-_TEXT_CONTROLS = frozenset(b"\t\n\r\f\x1b")
-MAX_CONTROL_RATIO = 0.01
+SUPPORTED_SUFFIXES = frozenset(MEDIA_TYPES)
 log = logging.getLogger(__name__)
 
 
@@ -111,6 +110,8 @@ def load_file(path: Path, *, max_bytes: int) -> Iterator[LoadResult]:
             yield from load_pdf(path, uri, base, max_bytes)
         elif suffix in {".html", ".htm"}:
             yield _load_html(path, uri, base, max_bytes)
+        elif suffix in FORMATS:
+            yield from load_converted(path, uri, base, max_bytes)
         else:
             yield from _load_plain(path, uri, base, max_bytes, suffix != ".txt")
     except OSError as err:
@@ -123,56 +124,6 @@ def _uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
-def markdown_title(text: str) -> str | None:
-    """The text of the first Markdown heading, if any."""
-    path = heading_path(_first_heading_region(text))
-    return path[0].lstrip("#").strip() if path else None
-
-
-def _first_heading_region(text: str) -> str:
-    """The text up to (and including) its first heading line, to bound the scan."""
-    for line in text.split("\n"):
-        if line.lstrip().startswith("#") and line.strip("# \t"):
-            return text[: text.index(line) + len(line)]
-    return ""
-
-
-def sniff_encoding(path: Path) -> str | None:
-    """The encoding a text file decodes with, or None when it looks binary."""
-    with path.open("rb") as handle:
-        head = handle.read(READ_BLOCK)
-    controls = sum(1 for byte in head if byte < 32 and byte not in _TEXT_CONTROLS)
-    if controls > len(head) * MAX_CONTROL_RATIO:
-        return None
-    for encoding in ("utf-8-sig", _FALLBACK_ENCODING):
-        decoder = codecs.getincrementaldecoder(encoding)()
-        try:
-            with path.open("rb") as handle:
-                while block := handle.read(READ_BLOCK):
-                    if b"\x00" in block:
-                        return None
-                    decoder.decode(block)
-                decoder.decode(b"", final=True)
-            return encoding
-        except UnicodeDecodeError:
-            continue
-    return None
-
-
-def _read_blocks(path: Path, encoding: str) -> Iterator[str]:
-    """Decoded text of a file, one bounded block at a time, newlines normalised."""
-    decoder = codecs.getincrementaldecoder(encoding)()
-    carry = ""
-    with path.open("rb") as handle:
-        while block := handle.read(READ_BLOCK):
-            text = carry + decoder.decode(block)
-            carry = "\r" if text.endswith("\r") else ""  # keep \r\n pairs together
-            yield (text[:-1] if carry else text).replace("\r\n", "\n")
-    tail = carry + decoder.decode(b"", final=True)
-    if tail:
-        yield tail.replace("\r\n", "\n")
-
-
 def _load_plain(
     path: Path, uri: str, base: dict[str, Any], max_bytes: int, markdown: bool
 ) -> Iterator[LoadResult]:
@@ -183,61 +134,8 @@ def _load_plain(
                                "index only text, Markdown, HTML or PDF files")
         return
     meta = {**base, "encoding": "utf-8" if encoding == "utf-8-sig" else encoding}
-    parts = split_parts(_read_blocks(path, encoding), max_bytes, ("\n\n", "\n", " "))
-    yield from _as_documents(parts, uri, path.stem, meta, markdown)
-
-
-def split_parts(blocks: Iterator[str], limit: int, breaks: tuple[str, ...]) -> Iterator[str]:
-    """Regroup streamed text into pieces of at most ``limit`` characters.
-
-    A piece ends at the last of ``breaks`` (tried in order) found in its second half, else it
-    is cut at exactly ``limit``. Memory holds at most one piece plus one block.
-    """
-    buffer = ""
-    for block in blocks:
-        buffer += block
-        while len(buffer) > limit:
-            cut = _cut_point(buffer, limit, breaks)
-            yield buffer[:cut]
-            buffer = buffer[cut:]
-    if buffer:
-        yield buffer
-
-
-def _cut_point(text: str, limit: int, breaks: tuple[str, ...]) -> int:
-    """Index just after the best break within ``text[:limit]`` (its second half), else limit."""
-    for mark in breaks:
-        index = text.rfind(mark, limit // 2, limit - len(mark) + 1)
-        if index >= 0:
-            return index + len(mark)
-    return limit
-
-
-def _as_documents(
-    parts: Iterator[str], uri: str, stem: str, meta: dict[str, Any], markdown: bool
-) -> Iterator[LoadResult]:
-    """One document when the first part is the whole text, else numbered parts."""
-    first = next(parts, "")
-    second = next(parts, None)
-    title = (markdown_title(first) if markdown else None) or stem
-    if second is None:
-        if not first.strip():
-            yield LoadFailure(uri, "no text (only whitespace); nothing to index")
-        else:
-            yield LoadedDocument(uri, title, first, {**meta, "chars": len(first)})
-        return
-    path: list[str] = []
-    for number, part in enumerate(chain([first, second], parts), start=1):
-        header = "\n".join(path) + "\n\n" if path else ""
-        if markdown:
-            path = heading_path(part, path)
-        if part.strip():
-            yield LoadedDocument(
-                f"{uri}#part={number}",
-                f"{title} (part {number})",
-                header + part,
-                {**meta, "part": number, "source_uri": uri, "chars": len(part)},
-            )
+    parts = split_parts(read_blocks(path, encoding), max_bytes, ("\n\n", "\n", " "))
+    yield from as_documents(parts, uri, path.stem, meta, markdown)
 
 
 def _load_html(path: Path, uri: str, base: dict[str, Any], max_bytes: int) -> LoadResult:

@@ -58,7 +58,8 @@ def upload(settings: Any, resources: Any, scope: str) -> None:
     """File uploader and "Ingest" button; reports "N ingested, M refused: why"."""
     files = st.sidebar.file_uploader(
         "Add documents", accept_multiple_files=True, key="uploads",
-        help=f"Markdown, text, PDF or HTML, up to {settings.max_upload_mb} MB each.")
+        help=f"Markdown, text, PDF, HTML, Word, PowerPoint, Excel, CSV, EPUB, e-mail (.eml), "
+             f"OpenDocument text, RTF or JSON, up to {settings.max_upload_mb} MB each.")
     if not files or not st.sidebar.button("Ingest", type="primary"):
         return
     accepted, refused = [], []
