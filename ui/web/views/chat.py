@@ -55,10 +55,17 @@ def md(text: str) -> str:
 
 
 def upload(settings: Any, resources: Any, scope: str) -> None:
-    """File uploader and "Ingest" button; reports "N ingested, M refused: why"."""
+    """File uploader and "Ingest" button; reports "N ingested, M unchanged, K refused: why".
+
+    Once files are ingested (or refused) the uploader starts over empty: its key changes and
+    the page runs again, showing the report under it (pressing "Ingest" twice cannot ingest
+    twice). A failed run keeps the files for another try."""
+    round_ = st.session_state.get("upload_round", 0)
     files = st.sidebar.file_uploader(
-        "Add documents", accept_multiple_files=True, key="uploads",
+        "Add documents", accept_multiple_files=True, key=f"uploads-{round_}",
         help=f"Markdown, text, PDF or HTML, up to {settings.max_upload_mb} MB each.")
+    if report := st.session_state.pop("upload_report", None):
+        panels.show_upload_report(report)
     if not files or not st.sidebar.button("Ingest", type="primary"):
         return
     accepted, refused = [], []
@@ -79,7 +86,9 @@ def upload(settings: Any, resources: Any, scope: str) -> None:
             st.sidebar.error(f"Ingest failed: {md(backend.friendly_error(exc))}")
             return
         bar.empty()
-    panels.show_upload_report(upload_report(refused, out))
+    st.session_state["upload_report"] = upload_report(refused, out)
+    st.session_state["upload_round"] = round_ + 1
+    st.rerun()
 
 
 def model_banner(settings: Any) -> None:
