@@ -472,3 +472,19 @@ def test_details_list_every_round_escaped() -> None:
         f"round 2: {hostile} (asked by the planner, bridge: Kael) — +2 passages, +0 facts, "
         f"+1 entity, 9 ms, planner 1 call, 90 tokens; stopped: {loop.SUFFICIENT}"]
     assert "](" not in captions[2] and "<b>" not in captions[2]  # inert markdown
+
+
+def test_opening_the_resources_loads_the_models_before_the_first_question(
+    seeded_url: str,
+) -> None:
+    from graph_flows.services import warm
+    from graph_flows.shared.nlp import load_nlp
+
+    load_nlp.cache_clear()
+    resources: Resources = backend.open_resources(backend.settings_key(load_settings()))
+    try:
+        assert load_nlp.cache_info().currsize == 1  # spaCy is loaded: the question won't wait
+        assert resources.chat_override is None  # the probe's no-LLM mode stayed the probe's
+        assert set(warm.warm_query(resources)) == {"query"}  # a whole graph run, no error
+    finally:
+        resources.store.close()
