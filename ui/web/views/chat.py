@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from graph_flows.services.uploads import upload_report
-from ui.web import backend, components, panels, state
+from ui.web import backend, components, panels, scroll, state
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
     history.append({"role": "user", "content": prompt})
     with st.chat_message("user"):
         st.text(prompt)
+        scroll.show_latest_question(f"{len(history)}-asked")
     payload = {"query": prompt, "scope": scope}
     if as_of := st.session_state.get("as_of"):
         payload["as_of"] = as_of
@@ -134,6 +135,7 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
             return
         result = {"as_of": as_of, **run.result} if as_of else run.result
         panels.render_answer(result, key=str(len(history)))  # its index in the history
+        scroll.show_latest_question(f"{len(history)}-answered")
     history.append({"role": "assistant", "content": text if isinstance(text, str)
                     else result.get("answer", ""), "result": result})
 
