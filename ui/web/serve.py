@@ -2,7 +2,8 @@
 
 ``python -m ui.web.serve run ui/web/app.py [streamlit options]`` loads the query graph, the
 embedding model and the spaCy pipeline into this process
-(:func:`graph_flows.services.warm.warm_models`), then hands the arguments to Streamlit's own
+(:func:`graph_flows.services.warm.warm_models`) and imports what Streamlit itself imports on
+the first answer (:func:`preload_streamlit`), then hands the arguments to Streamlit's own
 command line, as ``python -m streamlit`` would. The page's cached resources
 (:func:`ui.web.backend.open_resources`) then find the models loaded, and the first question
 does not wait for them. A failure to load is logged and the server starts anyway.
@@ -14,6 +15,14 @@ import logging
 import sys
 
 log = logging.getLogger(__name__)
+
+
+def preload_streamlit() -> None:
+    """Import what Streamlit imports on a page's first streamed answer: ``st.write_stream``
+    checks its argument against dataframe types, which imports pandas and pyarrow (seconds
+    on a busy machine, measured in the first question's run)."""
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
 
 
 def warm() -> None:
@@ -29,6 +38,8 @@ def warm() -> None:
     print("krag ui: loading models…", file=sys.stderr, flush=True)
     log.info("models loaded (seconds): %s", warm_models(settings))
     import ui.web.backend  # noqa: F401 - the pages' modules, imported once here
+
+    preload_streamlit()
 
 
 def main() -> None:
