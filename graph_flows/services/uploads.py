@@ -95,16 +95,28 @@ def file_name(uri: str) -> str:
 
 @dataclass
 class UploadReport:
-    """What became of the files of one upload: ingested names, refused (name, why) pairs,
-    and chunks whose extraction failed (kept for a retry)."""
+    """What became of the files of one upload: the names the run stored (new, changed or
+    unchanged), how many of them were unchanged (the same content hash as the stored
+    version: nothing re-extracted, as ``krag ingest`` of the same file reports), refused
+    (name, why) pairs, and chunks whose extraction failed (kept for a retry)."""
 
     ingested: list[str] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     failed_chunks: int = 0
+    unchanged: int = 0
+
+    @property
+    def added(self) -> int:
+        """Files stored as new or changed documents."""
+        return max(len(self.ingested) - self.unchanged, 0)
 
     def line(self) -> str:
-        """``2 ingested, 1 refused: notes.exe: unsupported file type '.exe' (...)``."""
-        text = f"{len(self.ingested)} ingested"
+        """``2 ingested, 1 unchanged, 1 refused: notes.exe: unsupported file type '.exe'
+        (...)``; ``1 unchanged`` alone when the only file was already stored as it is."""
+        parts = [f"{self.added} ingested"] if self.added or not self.unchanged else []
+        if self.unchanged:
+            parts.append(f"{self.unchanged} unchanged")
+        text = ", ".join(parts)
         if self.refused:
             why = "; ".join(f"{name}: {reason}" for name, reason in self.refused)
             text += f", {len(self.refused)} refused: {why}"
@@ -118,7 +130,8 @@ def upload_report(
     refused: Sequence[tuple[str, str]], out: dict[str, Any] | None,
 ) -> UploadReport:
     """The report of an upload: files refused before the run, then those the run skipped
-    (document failures, by file name; never a path)."""
+    (document failures, by file name; never a path), and how many stored files were
+    unchanged (the run's document counts)."""
     report = UploadReport(refused=list(refused))
     if not out:
         return report
@@ -131,4 +144,6 @@ def upload_report(
                                str(failure.get("reason", "")))
     report.refused += list(skipped.items())
     report.ingested = [name for name in out.get("files") or [] if name not in skipped]
+    report.unchanged = min(int((out.get("documents") or {}).get("unchanged", 0)),
+                           len(report.ingested))
     return report

@@ -385,6 +385,28 @@ def test_upload_of_three_files_one_refused_reports_and_refreshes_statistics(
     assert _metric(at, "Documents") == before + 2  # the statistics count the upload at once
     stored = sorted(p.name for p in (tmp_path / ".krag" / "uploads" / "default").iterdir())
     assert stored == ["aiken.txt", "hopper.md"]
+    # the uploader starts over empty: no "Ingest" button to press a second time
+    (uploader,) = at.sidebar.get("file_uploader")
+    assert not uploader.value and not at.sidebar.button, uploader.value
+
+
+def test_upload_of_the_same_file_again_reports_unchanged(seeded_url: str) -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    note = ("notes.md", b"# Notes\n\nAda Lovelace wrote notes on the Analytical Engine.\n",
+            "text/markdown")
+    reports = []
+    for _ in range(2):
+        at.sidebar.get("file_uploader")[0].set_value([note]).run()
+        at.sidebar.button[0].click().run()
+        assert not at.exception, at.exception
+        reports.append([e.value.replace("\\", "") for e in
+                        [*at.sidebar.success, *at.sidebar.info, *at.sidebar.warning,
+                         *at.sidebar.error]])
+        documents = _metric(at, "Documents")
+    assert reports == [["1 ingested"], ["1 unchanged"]], reports
+    at.run()  # the report is shown once, on the run after the ingest
+    assert not at.sidebar.success and not at.sidebar.info
+    assert _metric(at, "Documents") == documents
 
 
 def test_upload_report_names_files_the_run_skipped(seeded_url: str) -> None:
@@ -410,6 +432,7 @@ def test_upload_report_names_files_the_run_skipped(seeded_url: str) -> None:
     assert sorted(p.name for p in kept.iterdir()) == ["notes.md"]  # the skipped blob is gone
     assert again["documents"].get("unchanged") == 1  # the same stored path: no second copy
     assert not again["documents"].get("new")
+    assert upload_report([], again).line() == "1 unchanged"
 
 
 # -- the query loop's rounds in Details -----------------------------------------------------
@@ -449,3 +472,19 @@ def test_details_list_every_round_escaped() -> None:
         f"round 2: {hostile} (asked by the planner, bridge: Kael) — +2 passages, +0 facts, "
         f"+1 entity, 9 ms, planner 1 call, 90 tokens; stopped: {loop.SUFFICIENT}"]
     assert "](" not in captions[2] and "<b>" not in captions[2]  # inert markdown
+
+
+def test_opening_the_resources_loads_the_models_before_the_first_question(
+    seeded_url: str,
+) -> None:
+    from graph_flows.services import warm
+    from graph_flows.shared.nlp import load_nlp
+
+    load_nlp.cache_clear()
+    resources: Resources = backend.open_resources(backend.settings_key(load_settings()))
+    try:
+        assert load_nlp.cache_info().currsize == 1  # spaCy is loaded: the question won't wait
+        assert resources.chat_override is None  # the probe's no-LLM mode stayed the probe's
+        assert set(warm.warm_query(resources)) == {"query"}  # a whole graph run, no error
+    finally:
+        resources.store.close()

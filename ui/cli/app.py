@@ -195,12 +195,14 @@ def ui_command(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")]
     = 8501,
 ) -> None:
-    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser). It has no
-    login: beyond 127.0.0.1 put it behind an authenticating proxy."""
+    """Start the Streamlit chat UI (headless; open http://HOST:PORT in a browser) with its
+    models loaded before it serves. It has no login: beyond 127.0.0.1 put it behind an
+    authenticating proxy."""
     if warning := ui_exposure_warning(host):
         err_console.print(warning, markup=False, highlight=False)
     app_path = Path(__file__).resolve().parents[1] / "web" / "app.py"
-    cmd = [sys.executable, "-m", "streamlit", "run", str(app_path),
+    # ui.web.serve loads the models, then runs Streamlit's own command line
+    cmd = [sys.executable, "-m", "ui.web.serve", "run", str(app_path),
            "--server.address", host, "--server.port", str(port),
            "--server.headless", "true", "--browser.gatherUsageStats", "false",
            "--server.maxUploadSize", str(settings_from_cli().max_upload_mb)]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph_flows.services import ask, explore, sources, uploads
+from graph_flows.services import ask, explore, sources, uploads, warm
 from graph_flows.services import scopes as scope_service
 from graph_flows.services.errors import first_line, is_user_error, log_failure
 from graph_flows.services.scopes import chain_of  # noqa: F401 - the pages' API
@@ -38,10 +38,14 @@ def settings_key(settings: Settings) -> str:
 
 
 def open_resources(_key: str) -> Resources:
-    """Resources for the current environment (``_key`` only separates cache entries); the
-    objects loaded so far are then frozen out of garbage collection (graph_flows.shared.heap:
-    the server process keeps them for its life)."""
+    """Resources for the current environment (``_key`` only separates cache entries), warmed
+    by one no-LLM question through the query graph (graph_flows.services.warm: the models
+    load here, while the page opens, not on the user's first question); the objects loaded
+    so far are then frozen out of garbage collection (graph_flows.shared.heap: the server
+    process keeps them for its life)."""
     resources = build_resources(load_settings())
+    timings = {**warm.warm_models(resources.settings), **warm.warm_query(resources)}
+    log.info("resources warmed (seconds): %s", timings)
     freeze_loaded()
     return resources
 

@@ -97,11 +97,13 @@ def rounds_lines(result: dict[str, Any]) -> list[str]:
 # -- uploads --------------------------------------------------------------------------------
 def show_upload_report(report: UploadReport) -> None:
     """One sidebar line: success, warning when some files were refused, error when none was
-    ingested."""
+    stored, a plain note when every stored file was unchanged."""
     line = md_escape(report.line())
     if not report.ingested:
         st.sidebar.error(line)
     elif report.refused or report.failed_chunks:
         st.sidebar.warning(line)
+    elif not report.added:
+        st.sidebar.info(line)
     else:
         st.sidebar.success(line)

@@ -15,6 +15,9 @@ log = logging.getLogger(__name__)
 
 @st.cache_resource(show_spinner="Opening the knowledge base…")
 def _resources(key: str) -> Any:
+    from ui.web.serve import preload_streamlit
+
+    preload_streamlit()  # done already when `krag ui` started the server
     return backend.open_resources(key)
 
 

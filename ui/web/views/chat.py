@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from graph_flows.services.uploads import upload_report
-from ui.web import backend, components, panels, state
+from ui.web import backend, components, panels, scroll, state
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,18 @@ def md(text: str) -> str:
 
 
 def upload(settings: Any, resources: Any, scope: str) -> None:
-    """File uploader and "Ingest" button; reports "N ingested, M refused: why"."""
+    """File uploader and "Ingest" button; reports "N ingested, M unchanged, K refused: why".
+
+    Once files are ingested (or refused) the uploader starts over empty: its key changes and
+    the page runs again, showing the report under it (pressing "Ingest" twice cannot ingest
+    twice). A failed run keeps the files for another try."""
+    round_ = st.session_state.get("upload_round", 0)
     files = st.sidebar.file_uploader(
-        "Add documents", accept_multiple_files=True, key="uploads",
+        "Add documents", accept_multiple_files=True, key=f"uploads-{round_}",
         help=f"Markdown, text, PDF, HTML, Word, PowerPoint, Excel, CSV, EPUB, e-mail (.eml), "
              f"OpenDocument text, RTF or JSON, up to {settings.max_upload_mb} MB each.")
+    if report := st.session_state.pop("upload_report", None):
+        panels.show_upload_report(report)
     if not files or not st.sidebar.button("Ingest", type="primary"):
         return
     accepted, refused = [], []
@@ -80,7 +87,9 @@ def upload(settings: Any, resources: Any, scope: str) -> None:
             st.sidebar.error(f"Ingest failed: {md(backend.friendly_error(exc))}")
             return
         bar.empty()
-    panels.show_upload_report(upload_report(refused, out))
+    st.session_state["upload_report"] = upload_report(refused, out)
+    st.session_state["upload_round"] = round_ + 1
+    st.rerun()
 
 
 def model_banner(settings: Any) -> None:
@@ -113,6 +122,7 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
     history.append({"role": "user", "content": prompt})
     with st.chat_message("user"):
         st.text(prompt)
+        scroll.show_latest_question(f"{len(history)}-asked")
     payload = {"query": prompt, "scope": scope}
     if as_of := st.session_state.get("as_of"):
         payload["as_of"] = as_of
@@ -126,6 +136,7 @@ def answer(prompt: str, scope: str, resources: Any) -> None:
             return
         result = {"as_of": as_of, **run.result} if as_of else run.result
         panels.render_answer(result, key=str(len(history)))  # its index in the history
+        scroll.show_latest_question(f"{len(history)}-answered")
     history.append({"role": "assistant", "content": text if isinstance(text, str)
                     else result.get("answer", ""), "result": result})
 

@@ -52,6 +52,19 @@ def show_facts(facts: list[dict[str, Any]], docs: dict[str, list[dict[str, str]]
         st.markdown(f"- {md(label)}")
 
 
+def diagram_holder(entity_id: str) -> Any:
+    """Where the diagram of ``entity_id`` goes: one container deeper or shallower than the
+    last entity's. Streamlit reuses a frame that stays in the same place of the page, and a
+    reused frame never gets shorter (it measures at least its own height); a frame in a new
+    place is built anew and sized to its own drawing."""
+    last, deeper = st.session_state.get("explore_frame", ("", False))
+    if entity_id != last:
+        deeper = not deeper
+        st.session_state["explore_frame"] = (entity_id, deeper)
+    holder = st.container()
+    return holder.container() if deeper else holder
+
+
 def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     hood = backend.neighbourhood(resources, scope, entity_id)
     if not hood:
@@ -65,7 +78,8 @@ def show_entity(resources: Any, scope: str, entity_id: str) -> None:
     st.markdown(md(e.summary) if e.summary else "*no definition*")
     nodes = [{"id": e.id, "name": e.name}] + [{"id": n.id, "name": n.name}
                                                  for n in hood["neighbours"]]
-    render_mermaid(build_mermaid(nodes, hood["facts"], focus=e.id), key=f"enlarge-{e.id}")
+    with diagram_holder(e.id):
+        render_mermaid(build_mermaid(nodes, hood["facts"], focus=e.id), key=f"enlarge-{e.id}")
     show_facts(hood["facts"], backend.fact_documents(resources, scope,
                                                        [f["id"] for f in hood["facts"]]))
     if hood["neighbours"]:
