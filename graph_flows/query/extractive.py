@@ -17,7 +17,9 @@ entities that earlier picks say and the question does not: the bridge of a multi
 question, "the founder of X" -> the founder's name); plus a small prior from the rank of
 its passage or fact. Each passage gives at most one sentence, and a sentence whose words
 the picks so far all said is skipped; a later sentence must name all the question's names,
-or add a question or bridge word and name one of the question's names or a bridge name;
+or add a question or bridge word and name one of the question's names or a bridge name,
+and it must be about the answer's chain (:func:`on_chain`: a question's name, or a name the
+lead says, the answer or the bridge to it, or the next link after one: every word of it);
 the first pick leads. Words are compared by a crude stem (:func:`stem`: founder/founded,
 use/uses).
 """
@@ -29,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from graph_flows.query import answer_kind
 from graph_flows.shared.untrusted import MARKER
 
 STEM = 5
@@ -130,14 +133,15 @@ def paragraphs(text: str) -> list[str]:
     return out
 
 
-def sentences(text: str) -> list[str]:
-    """``text`` cut into sentences, paragraph by paragraph (each clipped to MAX_CHARS)."""
+def sentences(text: str, limit: int | None = MAX_CHARS) -> list[str]:
+    """``text`` cut into sentences, paragraph by paragraph (each clipped to ``limit``
+    characters when given)."""
     out = []
     for para in paragraphs(text):
         for s in _SENTENCE.split(para):
             s = s.strip()
             if s:
-                out.append(s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…")
+                out.append(s if limit is None or len(s) <= limit else s[: limit - 1] + "…")
     return out
 
 
@@ -236,6 +240,28 @@ def _supports(c: Candidate, adds: float, q: Question, bridge: frozenset[str]) ->
     return adds > 0 and (not q.names or bool(c.named & (q.names | bridge)))
 
 
+DESCRIBES = answer_kind.NOT_NAMED | {"LANGUAGE"}
+"""Mentions that describe rather than name ("English words", "British", "1974"): no link
+of a chain unless they are of the kind asked for."""
+
+
+def said_names(c: Candidate, q: Question, kind: str) -> list[frozenset[str]]:
+    """The names sentence ``c`` itself says (not its topic) that the question does not
+    hold (:func:`graph_flows.query.answer_kind.entities`): its named things, and its
+    mentions of the ``kind`` of answer asked (a date for "when"), each as its word stems."""
+    found = [text for text, label in answer_kind.entities(c.sentence)
+             if label not in DESCRIBES or answer_kind.fits(text, label, kind)]
+    return [n for n in map(terms, found) if n - q.all]
+
+
+def on_chain(c: Candidate, q: Question, linked: Sequence[frozenset[str]]) -> bool:
+    """Whether a supporting sentence is about the answer's chain: it names one of the
+    question's names (by its words or its topic), or reads every word of a ``linked`` name
+    (one the lead says: the answer or the bridge to it, or one a sentence kept through
+    such a name says: the next link)."""
+    return bool(c.named & q.names) or any(n <= c.reads for n in linked)
+
+
 def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
          limit: int = MAX_SENTENCES, entity_names: Iterable[str] = ()) -> list[Candidate]:
     """Sentences to answer with, best first, chosen greedily (see the module docstring)."""
@@ -243,10 +269,12 @@ def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[st
     names = [terms(n) for f in facts for n in (f.get("subject", ""), f.get("object", ""))]
     names += [terms(p.get("title") or "") for p in passages[:TOP_PASSAGES]]
     pool = candidates(facts, passages)
+    kind = answer_kind.asked_kind(query)
     covered: frozenset[str] = frozenset()
     bridge: frozenset[str] = frozenset()
     used: set[str] = set()
     said: frozenset[str] = frozenset()
+    linked: list[frozenset[str]] = []
     out: list[Candidate] = []
     while pool and len(out) < limit:
         scored = [(_gain(c, q, covered, bridge), c) for c in pool
@@ -254,10 +282,13 @@ def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[st
         if not scored:
             break
         if out:
-            scored = [(g, c) for g, c in scored if _supports(c, g[1], q, bridge)]
+            scored = [(g, c) for g, c in scored
+                      if _supports(c, g[1], q, bridge) and on_chain(c, q, linked)]
             if not scored:
                 break
         (_, adds), best = max(scored, key=lambda sc: sc[0][0])
+        if not out or any(n <= best.reads for n in linked):
+            linked += said_names(best, q, kind)
         out.append(best)
         pool.remove(best)
         covered |= best.reads & (q.all | bridge)
