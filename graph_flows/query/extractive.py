@@ -18,10 +18,9 @@ question, "the founder of X" -> the founder's name); plus a small prior from the
 its passage or fact. Each passage gives at most one sentence, and a sentence whose words
 the picks so far all said is skipped; a later sentence must name all the question's names,
 or add a question or bridge word and name one of the question's names or a bridge name,
-and it must be about the answer's chain (:func:`on_chain`: a question's name, or a name the
-lead says, the answer or the bridge to it, or the next link after one: every word of it);
-the first pick leads. Words are compared by a crude stem (:func:`stem`: founder/founded,
-use/uses).
+and it must be about the answer's chain (:func:`on_chain`: a question's name, or a name an
+earlier pick says, the answer or the bridge to it); the first pick leads. Words are compared
+by a crude stem (:func:`stem`: founder/founded, use/uses).
 """
 
 from __future__ import annotations
@@ -256,10 +255,14 @@ def said_names(c: Candidate, q: Question, kind: str) -> list[frozenset[str]]:
 
 def on_chain(c: Candidate, q: Question, linked: Sequence[frozenset[str]]) -> bool:
     """Whether a supporting sentence is about the answer's chain: it names one of the
-    question's names (by its words or its topic), or reads every word of a ``linked`` name
-    (one the lead says: the answer or the bridge to it, or one a sentence kept through
-    such a name says: the next link)."""
-    return bool(c.named & q.names) or any(n <= c.reads for n in linked)
+    question's names (by its words or its topic), or a ``linked`` name (one an earlier pick
+    says: the answer, or the bridge that leads to it): it reads every word of that name, or
+    its topic is a part of it (a passage titled "Lake District" after "the English Lake
+    District"). A question that names nothing gives no anchor: any sentence may follow."""
+    if not q.names or c.named & q.names:
+        return True
+    topic = c.topic - q.all
+    return any(n <= c.reads or (topic and c.topic <= n) for n in linked)
 
 
 def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
@@ -287,8 +290,7 @@ def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[st
             if not scored:
                 break
         (_, adds), best = max(scored, key=lambda sc: sc[0][0])
-        if not out or any(n <= best.reads for n in linked):
-            linked += said_names(best, q, kind)
+        linked += said_names(best, q, kind)
         out.append(best)
         pool.remove(best)
         covered |= best.reads & (q.all | bridge)

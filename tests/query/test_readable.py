@@ -151,3 +151,21 @@ def test_a_supporting_sentence_may_follow_the_chain_past_the_bridge() -> None:
     assert not extractive.on_chain(unrelated, q_, linked + extractive.said_names(
         extractive.Candidate(0, "Kael spoke English.", "P8", frozenset(), frozenset()),
         q_, "place"))  # a language describes: no link
+
+
+def test_a_passage_titled_by_part_of_a_linked_name_is_on_the_chain() -> None:
+    """MuSiQue-style: the lead names "the English Lake District"; the passage titled "Lake
+    District" is about it ("It is located ... Cumbria"); a passage naming only the
+    question's other word is not dropped (it names the question), one naming neither is."""
+    q = extractive.question("Where is the district that Knott is part of located in the UK?")
+    said = "Knott is a mountain in the northern part of the English Lake District."
+    lead = extractive.Candidate(0, said, "P1", extractive.terms(said), extractive.terms("Knott"))
+    linked = extractive.said_names(lead, q, "place")
+    it = "It is located entirely within the county of Cumbria."
+    titled = extractive.Candidate(1, it, "P2", extractive.terms(it),
+                                  extractive.terms("Lake District"))
+    other = extractive.Candidate(2, it, "P3", extractive.terms(it), extractive.terms("Keswick"))
+    assert extractive.on_chain(titled, q, linked)
+    assert not extractive.on_chain(other, q, linked)
+    nameless = extractive.question("who formed the colony whose sport is jousting?")
+    assert not nameless.names and extractive.on_chain(other, nameless, [])  # no anchor
