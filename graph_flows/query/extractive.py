@@ -239,30 +239,56 @@ def _supports(c: Candidate, adds: float, q: Question, bridge: frozenset[str]) ->
     return adds > 0 and (not q.names or bool(c.named & (q.names | bridge)))
 
 
-DESCRIBES = answer_kind.NOT_NAMED | {"LANGUAGE"}
-"""Mentions that describe rather than name ("English words", "British", "1974"): no link
-of a chain unless they are of the kind asked for."""
+CONNECTORS = frozenset({"of", "the", "for", "de", "von", "van"})
+"""Lower-case words a name may hold between capitalised ones ("University of Kansas")."""
+
+
+def name_runs(sentence: str, numbers: bool = False) -> list[str]:
+    """The names a sentence writes: runs of capitalised words (not stop words) with only
+    spaces between them, joined by a :data:`CONNECTORS` word ("Donald Chamberlin", "Battle
+    of the Osage"); a sentence's first word only as part of a longer run (any sentence
+    starts capitalised); numbers too when ``numbers`` (a date or number is asked)."""
+    runs: list[list[str]] = []
+    tail: list[str] = []  # connectors after the current run, kept if a name follows
+    end = -1
+    for i, m in enumerate(_WORD.finditer(sentence)):
+        w = m.group()
+        named = (w[0].isupper() and w.lower() not in _STOP) or (numbers and w[0].isdigit())
+        joined = end >= 0 and not sentence[end:m.start()].strip()
+        if named and runs and joined:
+            runs[-1] += [*tail, w]
+        elif named:
+            runs.append([w] if i else ["", w])
+        tail = [*tail, w] if not named and joined and w in CONNECTORS and runs else []
+        end = m.end() if named or tail else -1
+    return [" ".join(r).strip() for r in runs if r[0] or len(r) > 2]
 
 
 def said_names(c: Candidate, q: Question, kind: str) -> list[frozenset[str]]:
     """The names sentence ``c`` itself says (not its topic) that the question does not
-    hold (:func:`graph_flows.query.answer_kind.entities`): its named things, and its
-    mentions of the ``kind`` of answer asked (a date for "when"), each as its word stems."""
-    found = [text for text, label in answer_kind.entities(c.sentence)
-             if label not in DESCRIBES or answer_kind.fits(text, label, kind)]
+    hold (:func:`name_runs`; numbers when the ``kind`` of answer asked is a date or a
+    number), each as its word stems."""
+    found = name_runs(c.sentence, numbers=kind in ("date", "number"))
     return [n for n in map(terms, found) if n - q.all]
 
 
 def on_chain(c: Candidate, q: Question, linked: Sequence[frozenset[str]]) -> bool:
     """Whether a supporting sentence is about the answer's chain: it names one of the
     question's names (by its words or its topic), or a ``linked`` name (one an earlier pick
-    says: the answer, or the bridge that leads to it): it reads every word of that name, or
-    its topic is a part of it (a passage titled "Lake District" after "the English Lake
-    District"). A question that names nothing gives no anchor: any sentence may follow."""
+    says: the answer, or the bridge that leads to it): it says every word of that name, or
+    its topic is mostly that name (a passage titled "Lake District" after "the English Lake
+    District"; not a document title that only holds some of its words). A question that
+    names nothing gives no anchor: any sentence may follow."""
     if not q.names or c.named & q.names:
         return True
-    topic = c.topic - q.all
-    return any(n <= c.reads or (topic and c.topic <= n) for n in linked)
+    return any(n <= c.words or _titled(n, c.topic, q) for n in linked)
+
+
+def _titled(name: frozenset[str], topic: frozenset[str], q: Question) -> bool:
+    """Whether ``topic`` is mostly ``name``: they share a word the question does not hold,
+    and more than half of the topic's words."""
+    shared = name & topic
+    return bool(shared - q.all) and 2 * len(shared) > len(topic)
 
 
 def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],

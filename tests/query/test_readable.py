@@ -145,12 +145,16 @@ def test_a_supporting_sentence_may_follow_the_chain_past_the_bridge() -> None:
     assert not extractive.on_chain(cands[third], q_, linked)  # not yet: Trelvik is 2 hops on
     linked += extractive.said_names(cands[hop], q_, "place")
     assert extractive.on_chain(cands[third], q_, linked)
-    unrelated = extractive.Candidate(9, "The English language has many words.", "P9",
-                                     extractive.terms("The English language has many words."),
-                                     frozenset())
-    assert not extractive.on_chain(unrelated, q_, linked + extractive.said_names(
-        extractive.Candidate(0, "Kael spoke English.", "P8", frozenset(), frozenset()),
-        q_, "place"))  # a language describes: no link
+    # a name is every word of its run: "English" alone does not name "Structured English
+    # Query Language"
+    who = extractive.question("Who designed SEQUEL?")
+    (lead_c,) = extractive.candidates([], _passages(SEQUEL))
+    porter = "The Porter stemmer, published in 1980, reduces English words to their stem."
+    (other,) = extractive.candidates([], [{"id": "x", "label": "P9", "title": "Stemming",
+                                           "text": porter}])
+    names = extractive.said_names(lead_c, who, "person")
+    assert frozenset(extractive.terms("Structured English Query Language")) in names
+    assert not extractive.on_chain(other, who, names)
 
 
 def test_a_passage_titled_by_part_of_a_linked_name_is_on_the_chain() -> None:
@@ -169,3 +173,13 @@ def test_a_passage_titled_by_part_of_a_linked_name_is_on_the_chain() -> None:
     assert not extractive.on_chain(other, q, linked)
     nameless = extractive.question("who formed the colony whose sport is jousting?")
     assert not nameless.names and extractive.on_chain(other, nameless, [])  # no anchor
+
+
+def test_name_runs_are_whole_names() -> None:
+    assert extractive.name_runs(SEQUEL) == [
+        "Donald Chamberlin", "Raymond Boyce", "SEQUEL", "Structured English Query Language",
+        "System R"]
+    assert extractive.name_runs(SEQUEL, numbers=True)[-1] == "1974"
+    assert extractive.name_runs("He studied at the University of Kansas, then at Yale.") == [
+        "University of Kansas", "Yale"]
+    assert extractive.name_runs("Several companies grew out of Ingres.") == ["Ingres"]
