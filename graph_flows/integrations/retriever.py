@@ -22,7 +22,7 @@ from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 
 METADATA = ("id", "document_id", "uri", "title", "source", "scope", "score", "rank",
-            "facts", "entities", "methods", "withheld")
+            "facts", "entities", "methods", "withheld", "section", "document")
 
 
 class KragRetriever(BaseRetriever):
@@ -36,7 +36,8 @@ class KragRetriever(BaseRetriever):
     ``metadata`` has ``id``, ``document_id``, ``uri``, ``title``, ``source``, ``scope``
     (the document's), ``score`` (PageRank mass), ``rank`` (1..), ``facts`` and
     ``entities`` (the retrieved ones extracted from the passage: what linked it),
-    ``methods`` and ``withheld`` (spans withheld). Recipe ``ppr`` (the default) ranks at
+    ``methods`` and ``withheld`` (spans withheld), ``section`` (the passage's heading path)
+    and ``document`` (its document's short name). Recipe ``ppr`` (the default) ranks at
     most ten passages per round (:data:`graph_flows.query.evidence.PASSAGE_LIMIT`), so a
     ``k`` above what was ranked returns fewer.
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from graph_flows.query import extractive
+from graph_flows.query import extractive, readable
 from graph_flows.shared.untrusted import question_message
 from prompts import load_prompt, render
 
@@ -130,16 +130,20 @@ def citations(answer: str, facts: Sequence[dict[str, Any]],
                           "subject": f["subject"], "object": f["object"],
                           "sources": f.get("sources", [])})
         elif p is not None:
-            cited.append(passage_citation(label, p))
+            cited.append(passage_citation(label, p, answer))
         else:
             unknown.append(label)
     return cited, unknown
 
 
-def passage_citation(label: str, p: dict[str, Any]) -> dict[str, Any]:
-    """A cited passage: its chunk id, text and document (uri, title, source), and how many
-    instruction-like spans its text had withheld (``withheld``)."""
-    return {"label": label, "passage_id": p["id"], "text": p.get("text", ""),
+def passage_citation(label: str, p: dict[str, Any], answer: str = "") -> dict[str, Any]:
+    """A cited passage: its chunk id, text and document (uri, title, source), how many
+    instruction-like spans its text had withheld (``withheld``), and as a person reads it
+    (:mod:`graph_flows.query.readable`): its ``section`` path, the ``document``'s short name
+    and the ``sentence`` of it that ``answer`` cites (plain text, "" when none)."""
+    text = p.get("text", "")
+    return {"label": label, "passage_id": p["id"], "text": text,
             "document_id": p.get("document_id"), "uri": p.get("uri", ""),
             "title": p.get("title", ""), "source": p.get("source", ""),
-            "withheld": p.get("withheld", 0)}
+            "withheld": p.get("withheld", 0), **readable.passage_fields(p),
+            "sentence": readable.cited_sentence(text, answer, label) if answer else ""}

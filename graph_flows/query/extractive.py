@@ -17,9 +17,10 @@ entities that earlier picks say and the question does not: the bridge of a multi
 question, "the founder of X" -> the founder's name); plus a small prior from the rank of
 its passage or fact. Each passage gives at most one sentence, and a sentence whose words
 the picks so far all said is skipped; a later sentence must name all the question's names,
-or add a question or bridge word and name one of the question's names or a bridge name;
-the first pick leads. Words are compared by a crude stem (:func:`stem`: founder/founded,
-use/uses).
+or add a question or bridge word and name one of the question's names or a bridge name,
+and it must be about the answer's chain (:func:`on_chain`: a question's name, or a name an
+earlier pick says, the answer or the bridge to it); the first pick leads. Words are compared
+by a crude stem (:func:`stem`: founder/founded, use/uses).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from graph_flows.query import answer_kind
 from graph_flows.shared.untrusted import MARKER
 
 STEM = 5
@@ -132,14 +134,15 @@ def paragraphs(text: str) -> list[str]:
     return out
 
 
-def sentences(text: str) -> list[str]:
-    """``text`` cut into sentences, paragraph by paragraph (each clipped to MAX_CHARS)."""
+def sentences(text: str, limit: int | None = MAX_CHARS) -> list[str]:
+    """``text`` cut into sentences, paragraph by paragraph (each clipped to ``limit``
+    characters when given)."""
     out = []
     for para in paragraphs(text):
         for s in _SENTENCE.split(para):
             s = s.strip()
             if s:
-                out.append(s if len(s) <= MAX_CHARS else s[: MAX_CHARS - 1] + "…")
+                out.append(s if limit is None or len(s) <= limit else s[: limit - 1] + "…")
     return out
 
 
@@ -238,6 +241,58 @@ def _supports(c: Candidate, adds: float, q: Question, bridge: frozenset[str]) ->
     return adds > 0 and (not q.names or bool(c.named & (q.names | bridge)))
 
 
+CONNECTORS = frozenset({"of", "the", "for", "de", "von", "van"})
+"""Lower-case words a name may hold between capitalised ones ("University of Kansas")."""
+
+
+def name_runs(sentence: str, numbers: bool = False) -> list[str]:
+    """The names a sentence writes: runs of capitalised words (not stop words) with only
+    spaces between them, joined by a :data:`CONNECTORS` word ("Donald Chamberlin", "Battle
+    of the Osage"); a sentence's first word only as part of a longer run (any sentence
+    starts capitalised); numbers too when ``numbers`` (a date or number is asked)."""
+    runs: list[list[str]] = []
+    tail: list[str] = []  # connectors after the current run, kept if a name follows
+    end = -1
+    for i, m in enumerate(_WORD.finditer(sentence)):
+        w = m.group()
+        named = (w[0].isupper() and w.lower() not in _STOP) or (numbers and w[0].isdigit())
+        joined = end >= 0 and not sentence[end:m.start()].strip()
+        if named and runs and joined:
+            runs[-1] += [*tail, w]
+        elif named:
+            runs.append([w] if i else ["", w])
+        tail = [*tail, w] if not named and joined and w in CONNECTORS and runs else []
+        end = m.end() if named or tail else -1
+    return [" ".join(r).strip() for r in runs if r[0] or len(r) > 2]
+
+
+def said_names(c: Candidate, q: Question, kind: str) -> list[frozenset[str]]:
+    """The names sentence ``c`` itself says (not its topic) that the question does not
+    hold (:func:`name_runs`; numbers when the ``kind`` of answer asked is a date or a
+    number), each as its word stems."""
+    found = name_runs(c.sentence, numbers=kind in ("date", "number"))
+    return [n for n in map(terms, found) if n - q.all]
+
+
+def on_chain(c: Candidate, q: Question, linked: Sequence[frozenset[str]]) -> bool:
+    """Whether a supporting sentence is about the answer's chain: it names one of the
+    question's names (by its words or its topic), or a ``linked`` name (one an earlier pick
+    says: the answer, or the bridge that leads to it): it says every word of that name, or
+    its topic is mostly that name (a passage titled "Lake District" after "the English Lake
+    District"; not a document title that only holds some of its words). A question that
+    names nothing gives no anchor: any sentence may follow."""
+    if not q.names or c.named & q.names:
+        return True
+    return any(n <= c.words or _titled(n, c.topic, q) for n in linked)
+
+
+def _titled(name: frozenset[str], topic: frozenset[str], q: Question) -> bool:
+    """Whether ``topic`` is mostly ``name``: they share a word the question does not hold,
+    and more than half of the topic's words."""
+    shared = name & topic
+    return bool(shared - q.all) and 2 * len(shared) > len(topic)
+
+
 def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
          limit: int = MAX_SENTENCES, entity_names: Iterable[str] = ()) -> list[Candidate]:
     """Sentences to answer with, best first, chosen greedily (see the module docstring)."""
@@ -245,10 +300,12 @@ def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[st
     names = [terms(n) for f in facts for n in (f.get("subject", ""), f.get("object", ""))]
     names += [terms(p.get("title") or "") for p in passages[:TOP_PASSAGES]]
     pool = candidates(facts, passages)
+    kind = answer_kind.asked_kind(query)
     covered: frozenset[str] = frozenset()
     bridge: frozenset[str] = frozenset()
     used: set[str] = set()
     said: frozenset[str] = frozenset()
+    linked: list[frozenset[str]] = []
     out: list[Candidate] = []
     while pool and len(out) < limit:
         scored = [(_gain(c, q, covered, bridge), c) for c in pool
@@ -256,10 +313,12 @@ def pick(query: str, facts: Sequence[dict[str, Any]], passages: Sequence[dict[st
         if not scored:
             break
         if out:
-            scored = [(g, c) for g, c in scored if _supports(c, g[1], q, bridge)]
+            scored = [(g, c) for g, c in scored
+                      if _supports(c, g[1], q, bridge) and on_chain(c, q, linked)]
             if not scored:
                 break
         (_, adds), best = max(scored, key=lambda sc: sc[0][0])
+        linked += said_names(best, q, kind)
         out.append(best)
         pool.remove(best)
         covered |= best.reads & (q.all | bridge)

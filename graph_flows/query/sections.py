@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from graph_flows.query import readable
 from graph_flows.shared.dates import day
 from graph_flows.shared.untrusted import neutralize_tags
 
@@ -75,14 +76,15 @@ CHARS_PER_TOKEN = 4
 def fit_passages(passages: Sequence[dict[str, Any]], budget_tokens: int
                  ) -> list[dict[str, Any]]:
     """The best passages whose text fits ``budget_tokens`` together (the first one always,
-    clipped to the budget), labelled P1..Pn in rank order."""
+    clipped to the budget), labelled P1..Pn in rank order, with their ``section`` path and
+    ``document`` short name (:func:`graph_flows.query.readable.passage_fields`)."""
     out: list[dict[str, Any]] = []
     left = max(budget_tokens, 1) * CHARS_PER_TOKEN
     for p in passages:
         size = len(p.get("text", ""))
         if out and size > left:
             break
-        row = dict(p, label=f"P{len(out) + 1}")
+        row = dict(p, label=f"P{len(out) + 1}", **readable.passage_fields(p))
         if size > left:
             row["text"] = clip(row["text"], left)
         out.append(row)

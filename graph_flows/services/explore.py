@@ -1,6 +1,8 @@
-"""Explore use cases: find entities by name, an entity's neighbourhood (facts, neighbours).
+"""Explore use cases: find entities by name, an entity's neighbourhood (facts, neighbours),
+and its facts as a person reads them (:func:`fact_groups`: each sentence once, with its
+relations).
 
-Both read the scope and its ancestors, like a query does.
+The look-ups read the scope and its ancestors, like a query does.
 """
 
 from __future__ import annotations
@@ -58,3 +60,37 @@ def neighbourhood(store: KnowledgeStore, scope: str, entity_id: str,
         f.object_id if f.subject_id == entity_id else f.subject_id for f in facts)
         if i in names and i != entity_id]
     return {"entity": entity, "facts": rows, "neighbours": neighbours}
+
+
+GENERIC = "relates_to"
+"""The predicate of a relation that says only that two things are named together."""
+
+
+def relation_text(fact: dict[str, Any]) -> str:
+    """A fact's relation as stated ("was based on"), else its type in words ("relates to")."""
+    text = " ".join(str(fact.get("predicate_text") or "").split())
+    return text or str(fact.get("predicate") or "").replace("_", " ")
+
+
+def fact_groups(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each fact sentence once, in order of first appearance: ``{"fact", "relations",
+    "ids"}`` where ``relations`` are its (subject, relation text, object) triples, each
+    once, a pair's generic "relates to" dropped when the sentence states a relation of the
+    same pair, and ``ids`` the ids of its facts (one sentence often yields several)."""
+    groups: dict[str, dict[str, Any]] = {}
+    for f in facts:
+        sentence = " ".join(str(f.get("fact", "")).split())
+        group = groups.setdefault(sentence, {"fact": sentence, "relations": [], "ids": [],
+                                             "_generic": set()})
+        triple = (str(f.get("subject", "?")), relation_text(f), str(f.get("object", "?")))
+        if triple not in group["relations"]:
+            group["relations"].append(triple)
+        if f.get("predicate") == GENERIC and not f.get("predicate_text"):
+            group["_generic"].add(triple)
+        group["ids"].append(f.get("id"))
+    for group in groups.values():
+        generic = group.pop("_generic")
+        stated = {(s, o) for s, r, o in group["relations"] if (s, r, o) not in generic}
+        group["relations"] = [t for t in group["relations"]
+                              if t not in generic or (t[0], t[2]) not in stated]
+    return list(groups.values())

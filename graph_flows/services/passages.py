@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from graph_flows.query import analyze
+from graph_flows.query import analyze, readable
 from graph_flows.query.graph import graph
 from graph_flows.query.retrieval_base import RECIPES
 from graph_flows.services.errors import RequestError
@@ -130,8 +130,9 @@ def ranked_passages(scope: str, query: str, k: int, *, recipe: str | None = None
 
 def _linked(passages: list[dict[str, Any]], entities: list[dict[str, Any]],
             facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``passages`` with their rank (1..) and the retrieved entities and facts extracted
-    from each."""
+    """``passages`` with their rank (1..), section path and document short name
+    (:func:`graph_flows.query.readable.passage_fields`) and the retrieved entities and facts
+    extracted from each."""
     if not passages:
         return []
     with get_resources().store.connect() as conn:
@@ -142,7 +143,7 @@ def _linked(passages: list[dict[str, Any]], entities: list[dict[str, Any]],
     out = []
     for rank, p in enumerate(passages, start=1):
         ent_ids, fact_ids = by_chunk.get(p["id"], ([], []))
-        out.append({**p, "rank": rank,
+        out.append({**p, **readable.passage_fields(p), "rank": rank,
                     "entities": [{"id": i, "name": ents[i]["name"], "type": ents[i]["type"]}
                                  for i in ent_ids],
                     "facts": [{"id": i, "fact": found[i]["fact"],

@@ -31,7 +31,7 @@ from tests.pg_fixtures import url_rows
 from tests.query_fixtures import analysis_message, scripted
 
 KEYS = {"id", "document_id", "uri", "title", "source", "scope", "score", "rank", "facts",
-        "entities", "methods", "withheld"}
+        "entities", "methods", "withheld", "section", "document"}
 
 
 @pytest.fixture
@@ -49,6 +49,8 @@ def test_documents_are_the_ranked_passages_with_what_linked_them(corpus: Resourc
     assert all(set(d.metadata) == KEYS and d.id == d.metadata["id"] for d in docs)
     top = docs[0].metadata
     assert "01-relational-origins.md" in top["uri"] and top["source"] == "sample"
+    assert top["document"] == "01-relational-origins.md"  # the short name, and where in it
+    assert top["section"][0] == "The Relational Model and the First SQL Databases"
     assert top["scope"] == "default" and top["score"] > 0
     assert any("Codd" in e["name"] for e in top["entities"])
     assert top["facts"] and all({"id", "fact", "subject", "predicate", "object"}

@@ -55,6 +55,16 @@ def test_the_demo_question_is_answered_without_an_llm(sample: Resources) -> None
     lead = out["answer"].split("\n")[2]  # header, blank line, the best sentence
     assert "QUEL" in lead and "Ingres" in lead and "[P" in lead, out["answer"]
     assert out["answer_confidence"]["label"] in {"high", "medium"}, out["answer_confidence"]
+    # the supporting lines stay on the answer's chain: no SEQUEL sentence (issue 40)
+    assert "SEQUEL" not in out["answer"], out["answer"]
+    # the cited passage reads as a person reads it: section path, short name, the sentence
+    label = re.search(r"\[(P\d+)\]", lead).group(1)
+    (cited,) = [c for c in out["citations"] if c["label"] == label]
+    assert cited["section"] == ["The Relational Model and the First SQL Databases",
+                                "Ingres at Berkeley"], cited["section"]
+    assert cited["document"] == "01-relational-origins.md"
+    assert cited["sentence"] and cited["sentence"] in lead
+    assert all({"section", "document"} <= p.keys() for p in out["passages"])
 
 
 def test_the_demo_diagram_explains_the_answer_and_nothing_found_draws_none(

@@ -85,6 +85,9 @@ def test_kag_query_takes_max_rounds_and_returns_the_rounds(two_hop: ScriptedLLM)
         FOLLOW["sub_question"], "llm", FOLLOW["bridge_entity"])
     assert rounds[1]["added"]["passages"] > 0
     assert "kael.md" in {p["uri"] for p in looped["passages"]}  # the second hop's passage
+    # each passage as a person reads it: its section path and its document's short name
+    assert {p["uri"]: p["document"] for p in looped["passages"]}["kael.md"] == "kael.md"
+    assert all(isinstance(p["section"], list) for p in looped["passages"])
     assert looped["total_relations"] == len(looped["relations"])  # the rest is still there
     assert stops(once["rounds"]) == [loop.MAX_REACHED]  # no planner call (script used up)
     assert errors == [BAD.format(0), BAD.format(9)]

@@ -196,8 +196,8 @@ def test_explore_page_finds_entity_with_facts_sources_and_neighbours(seeded_url:
     hit[0].click().run()
     page = _texts(at).replace("\\", "")
     assert "English inventor who designed mechanical computers" in page
-    assert "- Charles Babbage lived in London.  \n  *from:* history (history:history.md)" \
-        in page, page
+    assert ("- Charles Babbage lived in London.  \n  Charles Babbage → *relates to* → London"
+            "  \n  *from:* history (history:history.md)") in page, page
     assert "**Sources** (1)" in page and "- history (history:history.md)" in page
     nb = [b for b in at.button if b.label.replace("\\", "") == "London"]
     nb[0].click().run()

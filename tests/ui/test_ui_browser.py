@@ -81,10 +81,32 @@ def _seed(url: str) -> None:
             ids.entity_id("Charles Babbage", "person", "default"), "member_of", society.id,
             fellow, "default", 0.8, emb.embed_query(fellow), chunk_ids=(chunk,),
             predicate_text="was elected a fellow of")])
+        _seed_sections(store, emb)
         with store.transaction() as conn:  # passage vectors, as an ingest leaves them
             fill_chunk_embeddings(conn, emb.embed_documents)
     finally:
         store.close()
+
+
+ENGINES = "Difference engines"
+STOCKHOLM = "Scheutz in Stockholm"
+SCHEUTZ = "Per Georg Scheutz built a printing difference engine in Stockholm in 1843."
+ENGINES_URI = "file:///srv/docs/engines.md"
+
+
+def _seed_sections(store: KnowledgeStore, emb: MiniLMEmbeddings) -> None:
+    """A Markdown passage as the chunker writes it: its section path on top."""
+    text = f"# {ENGINES}\n## {STOCKHOLM}\n\n{SCHEUTZ} His son **Edvard** helped him."
+    doc = DocumentIn(scope="default", source="engines", uri=ENGINES_URI,
+                     content_hash=ids.content_hash(text), title=ENGINES)
+    (chunk,) = store.sync_document(doc, [text]).new_chunk_ids
+    scheutz = EntityIn("Per Georg Scheutz", "person", "default", "Swedish inventor.", 0.9,
+                       emb.embed_query("Per Georg Scheutz"), (chunk,))
+    city = EntityIn("Stockholm", "location", "default", "Capital of Sweden.", 0.9,
+                    emb.embed_query("Stockholm"), (chunk,))
+    store.write_graph([scheutz, city], [RelationIn(
+        scheutz.id, "relates_to", city.id, SCHEUTZ, "default", 0.8, emb.embed_query(SCHEUTZ),
+        chunk_ids=(chunk,), predicate_text="built a printing difference engine in")])
 
 
 @pytest.fixture
@@ -193,3 +215,36 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
         finally:
             browser.close()
     assert dialogs == [], f"a dialog fired: {dialogs}"
+
+
+def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(app_url: str) -> None:
+    """A cited passage reads as a person reads it: its section path, its text without
+    Markdown markers with the cited sentence highlighted, its file's short name linked."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(app_url)
+            box = page.get_by_test_id("stChatInput").locator("textarea")
+            box.wait_for(timeout=60_000)
+            box.fill("Who built a printing difference engine in Stockholm?")
+            box.press("Enter")
+            answer = page.get_by_test_id("stChatMessageContent").nth(1)
+            expect(answer).to_contain_text("Per Georg Scheutz", timeout=90_000)
+            page.get_by_text("Sources (").click()
+            expect(page.get_by_text(f"{ENGINES} › {STOCKHOLM}").first).to_be_visible()
+            mark = page.locator(".stMarkdownColoredBackground", has_text=SCHEUTZ).first
+            expect(mark).to_be_visible()
+            assert mark.evaluate("e => getComputedStyle(e).backgroundColor") not in (
+                "rgba(0, 0, 0, 0)", "transparent")
+            link = page.get_by_role("link", name="engines.md").first
+            expect(link).to_be_visible()
+            assert link.get_attribute("href") == ENGINES_URI
+            panel = page.get_by_test_id("stExpander").filter(has_text=SCHEUTZ).first
+            text = panel.inner_text()
+            assert f"# {ENGINES}" not in text and "**Edvard**" not in text, text
+            assert "Edvard" in text and "0 cited" not in text, text
+        finally:
+            browser.close()

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.style import Style
+from rich.text import Text
 
 if TYPE_CHECKING:
     from graph_flows.shared.settings import Settings
@@ -15,15 +17,38 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def passage_line(c: dict[str, Any], width: int = 160) -> str:
-    """``  [P1] passage text…  (source:uri, title)`` of a cited passage."""
-    text = " ".join(str(c.get("text", "")).split())
-    text = text if len(text) <= width else text[: width - 1] + "…"
-    title = c.get("title") or ""
-    doc = f"{c.get('source')}:{c.get('uri')}" + (f", {title}" if title and title != c.get(
-        "uri") else "")
-    flag = "  [partly withheld: instruction-like text]" if c.get("withheld") else ""
-    return f"  [{c['label']}] {text}  ({doc}){flag}"
+def passage_text(c: dict[str, Any], width: int = 160) -> Text:
+    """A cited passage as a person reads it (:mod:`graph_flows.query.readable`): ``[P1]``,
+    its section path and its document's short name (a terminal link to its location),
+    then, on the next line, its text without markdown markers around the cited sentence
+    (bold), cut to about ``width`` characters."""
+    from graph_flows.query import readable
+
+    fields = readable.passage_fields(c)
+    crumb = " › ".join(c.get("section") or fields["section"])
+    doc = str(c.get("document") or fields["document"])
+    _, body = readable.split_headings(str(c.get("text", "")))
+    before, mark, after = readable.window(readable.plain_text(body),
+                                          str(c.get("sentence") or ""), width)
+    href = readable.link(c.get("uri"))
+    line = Text(f"  [{c.get('label', '')}] ")
+    line.append(f"{crumb}  (" if crumb else "(")
+    line.append(doc, style=Style(link=href) if href else "")
+    line.append(")")
+    if c.get("withheld"):
+        line.append("  [partly withheld: instruction-like text]")
+    line.append("\n      " + before + (" " if before and mark else ""))
+    line.append(mark, style="bold")
+    line.append((" " if mark and after else "") + after)
+    return line
+
+
+def fact_documents(c: dict[str, Any]) -> str:
+    """The short names of the documents a cited fact comes from."""
+    from graph_flows.query import readable
+
+    return ", ".join(dict.fromkeys(readable.document_name(s.get("title"), s.get("uri"))
+                                   for s in c.get("sources", [])))
 
 
 def print_sources(console: Console, result: dict[str, Any]) -> None:
@@ -36,9 +61,9 @@ def print_sources(console: Console, result: dict[str, Any]) -> None:
     facts = {f.get("id"): f for f in result.get("facts", [])}
     for c in result["citations"]:
         if "passage_id" in c:
-            console.print(passage_line(c), markup=False, highlight=False)
+            console.print(passage_text(c), highlight=False)
             continue
-        docs = ", ".join(f"{s['source']}:{s['uri']}" for s in c.get("sources", []))
+        docs = fact_documents(c)
         when = sections.validity(facts.get(c.get("fact_id"), {}))
         console.print(f"  [{c['label']}] {c['fact']}" + (f"  [{when}]" if when else "")
                       + (f"  ({docs})" if docs else ""), markup=False, highlight=False)

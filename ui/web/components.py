@@ -14,56 +14,98 @@ from typing import Any
 
 import streamlit as st
 
+from graph_flows.query import readable
 from graph_flows.query.sections import validity
+from graph_flows.shared.fragments import is_fragment
 from ui.web.backend import md_escape
 
 log = logging.getLogger(__name__)
 
 
 def _citation_line(c: dict[str, Any], fact: dict[str, Any]) -> str:
-    docs = "; ".join(f"{s.get('title') or s.get('source')} ({s.get('uri')})"
-                     for s in c.get("sources", []))
+    docs = "; ".join(_document_link(s) for s in c.get("sources", []))
     when = validity(fact) or validity(c)
     return (f"**\\[{md_escape(c.get('label', ''))}\\]** {md_escape(c.get('fact', ''))}"
             + (f" *({md_escape(when)})*" if when else "")
-            + (f"  \n*from:* {md_escape(docs)}" if docs else ""))
+            + (f"  \n*from:* {docs}" if docs else ""))
 
 
-def _passage_line(p: dict[str, Any], cited: bool) -> str:
-    doc = p.get("title") or p.get("uri") or ""
-    text = " ".join(str(p.get("text", "")).split())
-    text = text if len(text) <= 400 else text[:399] + "…"
-    mark = " *(cited)*" if cited else ""
+def _document_link(d: dict[str, Any]) -> str:
+    """The document's short name, linked to its full location when a browser may open it
+    (escaped: names and locations are untrusted)."""
+    name = md_escape(d.get("document") or readable.document_name(d.get("title"), d.get("uri")))
+    href = readable.link(d.get("uri"))
+    return f"[{name}]({href})" if href else name
+
+
+def breadcrumb_text(parts: list[str], width: int = 40) -> str:
+    """``Guide › Install`` (escaped), every part but the last cut to ``width`` characters."""
+    cut = [p if i == len(parts) - 1 or len(p) <= width else p[: width - 1] + "…"
+           for i, p in enumerate(parts)]
+    return " › ".join(md_escape(p) for p in cut)
+
+
+def passage_markdown(p: dict[str, Any], cite: dict[str, Any] | None = None) -> str:
+    """A passage as a person reads it (:mod:`graph_flows.query.readable`): its label and
+    section path, its text without markdown markers around the sentence its citation
+    ``cite`` states (highlighted), and its document's short name linked to its location."""
+    fields = readable.passage_fields(p)
+    _, body = readable.split_headings(str(p.get("text", "")))
+    sentence = str((cite or {}).get("sentence") or "")
+    before, mark, after = readable.window(readable.plain_text(body), sentence)
+    text = " ".join(part for part in (
+        md_escape(before), f":yellow-background[**{md_escape(mark)}**]" if mark else "",
+        md_escape(after)) if part)
+    crumb = breadcrumb_text(p.get("section") or fields["section"])
+    flags = " *(cited)*" if cite else ""
     if p.get("withheld"):
-        mark += " *(partly withheld: instruction-like text)*"
-    return (f"**\\[{md_escape(p.get('label', ''))}\\]** {md_escape(text)}{mark}  \n"
-            f"*from:* {md_escape(doc)} ({md_escape(p.get('uri', ''))})")
+        flags += " *(partly withheld: instruction-like text)*"
+    return (f"**\\[{md_escape(p.get('label', ''))}\\]** {crumb}{flags}  \n{text}  \n"
+            f"*from:* {_document_link({**fields, **p})}")
+
+
+def sources_title(facts: int, passages: int) -> str:
+    """``Sources (2 cited facts, 1 cited passage)``, the counts that are not zero only."""
+    counts = [f"{n} cited {what}{'s' if n != 1 else ''}"
+              for n, what in ((facts, "fact"), (passages, "passage")) if n]
+    return f"Sources ({', '.join(counts)})" if counts else "Sources"
+
+
+def listed_entities(entities: list[dict[str, Any]], limit: int = 12) -> list[tuple[str, str]]:
+    """(name, kind) of the entities worth listing: no fragment of a sentence
+    (:func:`graph_flows.shared.fragments.is_fragment`), a date named a date."""
+    out = []
+    for e in entities:
+        name = str(e.get("name", ""))
+        if not is_fragment(name):
+            out.append((name, "date" if readable.is_date(name) else str(e.get("type", ""))))
+    return out[:limit]
 
 
 def render_sources(result: dict[str, Any]) -> None:
     """Expandable panel: cited facts with their validity and documents, the passages
-    (recipe "ppr") with their documents, then definitions."""
+    (recipe "ppr") as a person reads them (the cited ones with their cited sentence
+    highlighted), then definitions."""
     citations, entities = result.get("citations") or [], result.get("entities") or []
     passages = [p for p in result.get("passages") or [] if isinstance(p, dict)]
     if not citations and not entities and not passages:
         return
     facts = {f.get("id"): f for f in result.get("facts") or [] if isinstance(f, dict)}
     fact_cites = [c for c in citations if "passage_id" not in c]
-    cited_passages = {c.get("passage_id") for c in citations if "passage_id" in c}
-    title = f"Sources ({len(fact_cites)} cited facts" + (
-        f", {len(cited_passages)} cited passages)" if passages else ")")
-    with st.expander(title):
+    cited = {c.get("passage_id"): c for c in citations if "passage_id" in c}
+    with st.expander(sources_title(len(fact_cites), len(cited))):
         for c in fact_cites:
             st.markdown(_citation_line(c, facts.get(c.get("fact_id"), {})))
         if passages:
             st.markdown("**Passages**")
             for p in passages:
-                st.markdown(_passage_line(p, p.get("id") in cited_passages))
-        if entities:
+                st.markdown(passage_markdown(p, cited.get(p.get("id"))))
+        if listed := listed_entities([e for e in entities if isinstance(e, dict)]):
             st.markdown("**Entities**")
-            for e in entities[:12]:
-                name, kind = md_escape(e.get("name", "")), md_escape(e.get("type", ""))
-                st.markdown(f"- **{name}** *({kind})*: {md_escape(e.get('summary', ''))}")
+            summaries = {e.get("name"): e.get("summary", "") for e in entities}
+            for name, kind in listed:
+                st.markdown(f"- **{md_escape(name)}** *({md_escape(kind)})*: "
+                            f"{md_escape(summaries.get(name, ''))}")
 
 
 def confidence_line(result: dict[str, Any]) -> str | None:

@@ -7,6 +7,8 @@ from typing import Any
 import streamlit as st
 
 from graph_flows.query.mermaid import build_mermaid
+from graph_flows.query.readable import is_date
+from graph_flows.services.explore import fact_groups
 from ui.web import backend, components, state
 from ui.web.diagram import render_mermaid
 
@@ -18,8 +20,9 @@ def select(entity_id: str) -> None:
 
 
 def entity_label(ent: Any) -> str:
-    """``Name (type)``: two entities of one name are told apart by their type."""
-    return f"{ent.name} ({ent.type})"
+    """``Name (type)``: two entities of one name are told apart by their type (a name that
+    is a date says so, whatever type its extractor gave it)."""
+    return f"{ent.name} ({'date' if is_date(ent.name) else ent.type})"
 
 
 def aliases_line(ent: Any, limit: int = 8) -> str:
@@ -39,11 +42,16 @@ def document_label(doc: dict[str, str]) -> str:
 
 
 def show_facts(facts: list[dict[str, Any]], docs: dict[str, list[dict[str, str]]]) -> None:
-    """Each fact with the documents it was extracted from, then every source once."""
-    st.markdown(f"**Facts** ({len(facts)})")
-    for f in facts:
-        origin = "; ".join(document_label(d) for d in docs.get(f["id"], []))
-        st.markdown(f"- {md(f['fact'])}" + (f"  \n  *from:* {md(origin)}" if origin else ""))
+    """Each fact sentence once (:func:`graph_flows.services.explore.fact_groups`) with its
+    relations and the documents it was extracted from, then every source once."""
+    groups = fact_groups(facts)
+    st.markdown(f"**Facts** ({len(groups)})")
+    for g in groups:
+        rels = " · ".join(f"{md(s)} → *{md(r)}* → {md(o)}" for s, r, o in g["relations"])
+        origin = "; ".join(dict.fromkeys(document_label(d) for i in g["ids"]
+                                         for d in docs.get(i, [])))
+        st.markdown(f"- {md(g['fact'])}  \n  {rels}"
+                    + (f"  \n  *from:* {md(origin)}" if origin else ""))
     sources = {document_label(d): d for f in facts for d in docs.get(f["id"], [])}
     st.markdown(f"**Sources** ({len(sources)})")
     if not sources:
