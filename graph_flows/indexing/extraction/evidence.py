@@ -4,13 +4,14 @@ The fact's text is the sentence. Its predicate is the verb phrase that connects 
 mentions in spaCy's dependency parse (their lowest common ancestor, when it is a verb, with
 its auxiliaries, negation, particle and the preposition leading to the object: "was founded
 by", "did not join", "was born in"); the mention on the verb's subject side becomes the
-subject. A date is never that subject, and a mention inside another verb's clause (a
-participle, a relative clause: another verb on its path to the connecting one) takes no
-part in the connecting verb: such pairs get no predicate either, unless the object hangs on
-a verb coordinated with or controlled by the connecting one, which shares its subject and
-gives the predicate ("X worked at A and later co-founded B": "co-founded"). Without a
-connecting verb (a list, an apposition, "X of Y") the predicate is the generic ``relates_to``, subject and
-object in reading order.
+subject. When neither is on the subject side (two objects or adjuncts of one verb: "Virginia
+is bordered by Maryland ... by North Carolina"), the subject is a date, or a mention sits
+inside another verb's clause (a participle, a relative clause: another verb on its path to
+the connecting one), the verb does not relate the pair and it gets no predicate, unless the
+object hangs on a verb coordinated with or controlled by the connecting one, which shares
+its subject and gives the predicate ("X worked at A and later co-founded B":
+"co-founded"). Without a connecting verb (a list, an apposition, "X of Y") the predicate is
+the generic ``relates_to``, subject and object in reading order.
 
 Confidence says how likely such a pair is to be a real relation, never more than a pattern
 (0.7-0.8) or an LLM (usually 0.8-0.9) claims (:func:`pair_confidence`): a place or
@@ -112,7 +113,8 @@ def _evidence(left: Mention, right: Mention, lroot: Token | None,
         left, right, lpath, rpath = right, left, rpath, lpath
         kinds = (kinds[1], kinds[0])
     verb = _object_verb(rpath, common)
-    if kinds[0] == "date" or verb is None or _verbs_between(lpath, common):
+    if (kinds[0] == "date" or verb is None or _verbs_between(lpath, common)
+            or lpath[lpath.index(common) - 1].dep_ not in _SUBJECTS):
         first, second = (right, left) if kinds[0] == "date" else (left, right)
         return Evidence(first, second, GENERIC_PREDICATE, confidence)
     return Evidence(left, right, _verb_phrase(verb, rpath[rpath.index(verb) - 1]), confidence)
