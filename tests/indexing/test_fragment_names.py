@@ -121,3 +121,21 @@ def test_validation_cuts_an_llm_name_down_and_drops_what_is_left_a_fragment() ->
         ("Illustra", "was based on", "POSTGRES"),
         ("University of Cambridge", "is located in", "US"),
         ("Illustra", "described", "POSTGRES")]
+
+
+@needs_spacy
+def test_a_verb_relates_its_subject_only() -> None:
+    """A verb's phrase labels a pair only from its subject: not two of its objects or
+    adjuncts, not a name inside a participle's clause; a coordinated verb shares the
+    subject and gives its own phrase."""
+    ellison = _kept("Larry Ellison worked at Ampex and later founded Oracle.")
+    said = {(r.subject, r.object): r.predicate_text for r in ellison.relations}
+    assert said.get(("Larry Ellison", "Oracle")) == "founded", said
+    assert said.get(("Ampex", "Oracle")) is None, said
+    virginia = _kept("Virginia is bordered by Maryland to the north and by North Carolina "
+                     "to the south.")
+    assert not [r for r in virginia.relations if r.predicate_text
+                and {r.subject, r.object} == {"Maryland", "North Carolina"}], virginia.relations
+    illustra = _kept(ILLUSTRA)
+    assert not [r for r in illustra.relations if r.subject == "Stonebraker"
+                and r.object == "POSTGRES" and r.predicate_text], illustra.relations

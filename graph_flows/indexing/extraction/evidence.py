@@ -4,11 +4,14 @@ The fact's text is the sentence. Its predicate is the verb phrase that connects 
 mentions in spaCy's dependency parse (their lowest common ancestor, when it is a verb, with
 its auxiliaries, negation, particle and the preposition leading to the object: "was founded
 by", "did not join", "was born in"); the mention on the verb's subject side becomes the
-subject. A date is never that subject, and a mention inside another verb's clause (a
-participle, a relative clause: another verb on its path to the connecting one) takes no
-part in the connecting verb: such pairs get no predicate either. Without a connecting verb
-(a list, an apposition, "X of Y") the predicate is the generic ``relates_to``, subject and
-object in reading order.
+subject. When neither is on the subject side (two objects or adjuncts of one verb: "Virginia
+is bordered by Maryland ... by North Carolina"), the subject is a date, or a mention sits
+inside another verb's clause (a participle, a relative clause: another verb on its path to
+the connecting one), the verb does not relate the pair and it gets no predicate, unless the
+object hangs on a verb coordinated with or controlled by the connecting one, which shares
+its subject and gives the predicate ("X worked at A and later co-founded B":
+"co-founded"). Without a connecting verb (a list, an apposition, "X of Y") the predicate is
+the generic ``relates_to``, subject and object in reading order.
 
 Confidence says how likely such a pair is to be a real relation, never more than a pattern
 (0.7-0.8) or an LLM (usually 0.8-0.9) claims (:func:`pair_confidence`): a place or
@@ -53,6 +56,8 @@ PRONOUNS = frozenset({"he", "she", "it", "they"})
 POSSESSIVES = frozenset({"his", "her", "its", "their"})
 _SUBJECTS = frozenset({"nsubj", "nsubjpass"})
 _VERB_PARTS = frozenset({"aux", "auxpass", "neg", "prt"})
+_SHARED = frozenset({"conj", "xcomp"})
+"""Links from a verb to one that shares its subject (coordination, control)."""
 
 
 @dataclass(frozen=True)
@@ -105,18 +110,31 @@ def _evidence(left: Mention, right: Mention, lroot: Token | None,
     rside = rpath[rpath.index(common) - 1]
     confidence = pair_confidence(kinds, verb=True, listed=listed)
     if rside.dep_ in _SUBJECTS and lside.dep_ not in _SUBJECTS:
-        left, right, rside = right, left, lside
+        left, right, lpath, rpath = right, left, rpath, lpath
         kinds = (kinds[1], kinds[0])
-    if kinds[0] == "date" or _in_clause(lpath, common) or _in_clause(rpath, common):
-        return Evidence(right, left, GENERIC_PREDICATE, confidence)
-    return Evidence(left, right, _verb_phrase(common, rside), confidence)
+    verb = _object_verb(rpath, common)
+    if (kinds[0] == "date" or verb is None or _verbs_between(lpath, common)
+            or lpath[lpath.index(common) - 1].dep_ not in _SUBJECTS):
+        first, second = (right, left) if kinds[0] == "date" else (left, right)
+        return Evidence(first, second, GENERIC_PREDICATE, confidence)
+    return Evidence(left, right, _verb_phrase(verb, rpath[rpath.index(verb) - 1]), confidence)
 
 
-def _in_clause(path: list[Token], verb: Token) -> bool:
-    """True when another verb lies between a mention and ``verb`` on its way up the parse:
-    the mention belongs to that verb's clause ("Illustra, founded by Stonebraker in 1992,
-    was based on POSTGRES": Stonebraker and 1992 hang on "founded"), not to ``verb``."""
-    return any(t.pos_ == "VERB" for t in path[1 : path.index(verb)])
+def _verbs_between(path: list[Token], verb: Token) -> list[Token]:
+    """The verbs between a mention and ``verb`` on its way up the parse, lowest first."""
+    return [t for t in path[1 : path.index(verb)] if t.pos_ == "VERB"]
+
+
+def _object_verb(path: list[Token], common: Token) -> Token | None:
+    """The verb the object side's mention hangs on: ``common``, or the lowest verb between
+    them when a chain of coordinated or controlled verbs ties it to ``common`` ("X worked at
+    A and later co-founded B", "X decided to join B": they share the subject); None when
+    the mention sits in another clause (a participle, a relative clause)."""
+    verbs = _verbs_between(path, common)
+    if not verbs:
+        return common
+    chain = path[path.index(verbs[0]) : path.index(common)]
+    return verbs[0] if all(t.pos_ == "VERB" and t.dep_ in _SHARED for t in chain) else None
 
 
 def _in_parenthesis_after(doc: Doc, name: Mention, date: Mention) -> bool:
