@@ -110,8 +110,9 @@ def test_legend_and_a_visible_scroll_bar(requirements) -> None:  # noqa: F811
              _fact(1, "Charles Babbage", "Analytical Engine", "designed")]
     answer = build_mermaid([], facts, question=extractive.question(
         "Who did Ada Lovelace work with?"), cited=["f0"], answer="Charles Babbage")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+    with sync_playwright() as p:  # scroll bars drawn, as in a browser with a window
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS,
+                                    ignore_default_args=["--hide-scrollbars"])
         try:
             page = browser.new_page(viewport={"width": COLUMN, "height": 900})
             page.set_content(mermaid_html(answer))
