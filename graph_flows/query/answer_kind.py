@@ -11,6 +11,8 @@ process, never at import), else numbers (date, number) and capitalised words aft
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import Any
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -53,10 +55,17 @@ def entities(sentence: str) -> tuple[tuple[str, str], ...]:
 
     nlp = load_nlp()
     if nlp is not None:
-        return tuple((ent.text, ent.label_) for ent in nlp(sentence).ents)
+        return _parsed(nlp, sentence)
     tokens = _WORD.findall(sentence)
     return tuple((t, "NUMBER" if t[0].isdigit() else "NAME") for i, t in enumerate(tokens)
                  if t[0].isdigit() or (i > 0 and t[0].isupper()))
+
+
+@lru_cache(maxsize=1024)
+def _parsed(nlp: Any, sentence: str) -> tuple[tuple[str, str], ...]:
+    """spaCy's named entities of ``sentence``, memoised (a pure function of the pipeline and
+    the sentence): an answer's confidence label and its diagram parse the same sentences."""
+    return tuple((ent.text, ent.label_) for ent in nlp(sentence).ents)
 
 
 def fits(text: str, label: str, kind: str) -> bool:

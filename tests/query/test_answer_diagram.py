@@ -120,3 +120,17 @@ def test_cited_facts_follow_the_answer_reading_order() -> None:
                  fact="Quillpoint was acquired by Brightmoor.")
     early = _fact("b", "Samuel Reyes", "Brightmoor", fact="Samuel Reyes founded Brightmoor.")
     assert answer_diagram.reading_order(text, early) < answer_diagram.reading_order(text, late)
+
+
+def test_an_entity_diagram_is_its_labelled_facts_capped_and_clean() -> None:
+    """Explore: the entity (styled as the one shown) and its labelled facts, at most 12
+    nodes, no co-occurrence line, no fragment name."""
+    facts = [_fact(f"f{i}", "Ingres", f"Release {i}", "shipped" if i % 2 else None)
+             for i in range(40)]
+    facts += [_fact("x", "Ingres", "Revolt of the", "named")]
+    diagram = build_mermaid([{"id": "ingres", "name": "Ingres"}], facts, focus="ingres")
+    drawn = parse_mermaid(diagram)
+    assert len(drawn.nodes) == 12 and all(label for _, label, _ in drawn.edges)
+    assert "Revolt of the" not in drawn.nodes.values() and " --- " not in diagram
+    assert re.search(r"^    class n1 focus$", diagram, re.M) and drawn.nodes["n1"] == "Ingres"
+    assert [role for role, _ in legend(diagram)] == ["focus"]

@@ -40,7 +40,8 @@ def test_ask_streams_answer_then_sources(db_url: str) -> None:
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("No-LLM mode: extractive answer")
     assert "Sources:" in r.stdout and "(history.md)" in r.stdout  # the short name
-    assert "graph LR" in r.stdout and "answer mode: extractive" in r.stdout
+    assert "graph TD" in r.stdout and "answer mode: extractive" in r.stdout
+    assert "legend: " in r.stdout and "green node = the answer" in r.stdout  # the diagram's key
     conf = json.loads(krag(["ask", "What did Ada Lovelace write?", "--json"],
                            db_url).stdout)["answer_confidence"]
     assert conf["label"] in {"high", "medium", "low"} and "names" in conf["reason"]

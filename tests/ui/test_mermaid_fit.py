@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 COLUMN = 884  # the chat column's width at a 1400 px window (tests/ui/test_diagram_browser)
 
 
-def _fact(i: int, a: str, b: str, predicate: str = "relates_to") -> dict:
+def _fact(i: int, a: str, b: str, predicate: str = "owns") -> dict:
     return {"id": f"f{i}", "subject_id": a, "subject": a, "object_id": b, "object": b,
             "predicate": predicate, "fact": f"{a} and {b}."}
 
@@ -94,5 +94,43 @@ def test_a_source_mermaid_cannot_parse_is_shown_as_text(requirements) -> None:  
             page.set_content(mermaid_html(broken))
             expect(page.locator("pre.mermaid.failed")).to_have_text(broken, timeout=30_000)
             assert page.locator("pre.mermaid svg").count() == 0
+        finally:
+            browser.close()
+
+
+def test_legend_and_a_visible_scroll_bar(requirements) -> None:  # noqa: F811
+    """An answer's diagram is drawn under a legend naming its styles (only those it uses);
+    a drawing wider than the column scrolls with a scroll bar that takes room (not an
+    overlay that hides) and a line saying so; one that fits shows neither."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from graph_flows.query import extractive
+
+    facts = [_fact(0, "Ada Lovelace", "Charles Babbage", "worked with"),
+             _fact(1, "Charles Babbage", "Analytical Engine", "designed")]
+    answer = build_mermaid([], facts, question=extractive.question(
+        "Who did Ada Lovelace work with?"), cited=["f0"], answer="Charles Babbage")
+    with sync_playwright() as p:  # scroll bars drawn, as in a browser with a window
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS,
+                                    ignore_default_args=["--hide-scrollbars"])
+        try:
+            page = browser.new_page(viewport={"width": COLUMN, "height": 900})
+            page.set_content(mermaid_html(answer))
+            legend = page.get_by_role("note", name="Legend")
+            expect(legend).to_have_text(
+                "named in the questionthe answera fact the answer cites", timeout=30_000)
+            page.wait_for_function("document.body.dataset.scale")
+            assert not page.locator(".hint").is_visible()
+            page.close()
+
+            page = browser.new_page(viewport={"width": COLUMN, "height": 900})
+            page.set_content(mermaid_html(_diagrams()["both"]))
+            page.wait_for_function("document.body.dataset.scale")
+            expect(page.locator(".hint")).to_be_visible()
+            bar = page.evaluate("""() => { const b = document.querySelector('.diagram');
+                return {room: b.offsetHeight - b.clientHeight,
+                        wide: b.scrollWidth > b.clientWidth}; }""")
+            assert bar["wide"] and bar["room"] >= 8, bar  # a classic scroll bar, visible
+            assert page.get_by_role("note", name="Legend").count() == 0  # nothing styled
         finally:
             browser.close()

@@ -34,8 +34,12 @@ DIALOG_PX = 4000  # wider than any window: the dialog shrinks to the window's wi
 ALT = "Diagram of the entities and facts"
 SCROLL_HINT = "The diagram is larger than this frame: scroll it to see the rest."
 _CSS = (
-    # a scroll bar that stays visible (an overlay one hides until hovered)
-    ".diagram{overflow:auto;scrollbar-width:auto;scrollbar-color:#9ca3af #f3f4f6}"
+    # a scroll bar that stays visible and takes room (an overlay one hides until hovered):
+    # styled scroll bars are classic ones in Chromium and Safari; Firefox takes its colour
+    ".diagram{overflow:auto}"
+    ".diagram::-webkit-scrollbar{width:10px;height:10px;background:#f3f4f6}"
+    ".diagram::-webkit-scrollbar-thumb{background:#9ca3af;border-radius:5px}"
+    "@supports (-moz-appearance:none){.diagram{scrollbar-color:#9ca3af #f3f4f6}}"
     "pre.mermaid{margin:0}pre.mermaid>svg{display:block;margin:0 auto}"
     "pre.failed{white-space:pre-wrap;font-size:13px}"
     ".legend,.hint{font-size:13px;color:#374151;margin:2px 0 6px}"
