@@ -191,8 +191,12 @@ def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]
     ranked = list((metrics.get("ppr") or {}).get("ranked") or [])
     docs = {p["id"]: _source(p) for p in passages}
     for hop_id, row in places:
+        held = next((p for p in passages if p.get("id") == row["id"]), None)
+        if held is not None:  # already retrieved: moved, keeping its own score and methods
+            row = {**held, "methods": [*dict.fromkeys([*(held.get("methods") or []),
+                                                       *(row.get("methods") or [])])]}
         docs[row["id"]] = _source(row)
-        passages = _place(passages, hop_id, row, _by_id, _source)
+        passages = _ranked_score(_place(passages, hop_id, row, _by_id, _source), row["id"])
         ranked = _place(ranked, hop_id, row["id"], _same, docs.get)
     if metrics.get("ppr"):
         metrics["ppr"] = {**metrics["ppr"], "ranked": ranked}
@@ -205,6 +209,19 @@ def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]
              "entities": _added(state.get("entities") or [], merged_e)}
     return {"passages": passages, "facts": merged_f, "entities": merged_e,
             "search_metrics": metrics}, added
+
+
+def _ranked_score(passages: list[dict[str, Any]], chunk_id: str) -> list[dict[str, Any]]:
+    """``passages`` with the placed one's score no higher than the passage before it: its
+    own score comes from another search (the bridge's), and a reader sorting by score must
+    meet the passages in the order placed."""
+    at = next((i for i, p in enumerate(passages) if p.get("id") == chunk_id), 0)
+    if at == 0:
+        return passages
+    before, mine = passages[at - 1].get("score"), passages[at].get("score")
+    if before is None or (mine is not None and mine <= before):
+        return passages
+    return [*passages[:at], {**passages[at], "score": before}, *passages[at + 1:]]
 
 
 def _place(items: list[T], hop_id: str, item: T, key: Callable[[T], Hashable],
