@@ -215,7 +215,7 @@ def context_confidence(state: dict[str, Any], query: str, rels: list[dict[str, A
     (:mod:`graph_flows.query.confidence`) of the no-LLM answer from the facts and passages
     returned, as `krag ask` would label it."""
     if not rels and not passages:
-        return {"label": "none", "reason": "the context holds no facts or passages"}
+        return {"label": "none", "reason": "The context holds no facts or passages."}
     names = [*(state.get("analysis") or {}).get("entities", []),
              *state.get("entity_hints", [])]
     _, label = confidence.extractive_with_confidence(state.get("query", query), names, rels,

@@ -1,0 +1,85 @@
+"""Where a question's asked thing stands in an answer sentence, and whether a pronoun holds it.
+
+"Who started the POSTGRES project?" asks for the subject of "started". The sentence "In
+1986 he started the POSTGRES project at the University of California, Berkeley." says who
+did it only as "he": the sentence does not name the answer, whatever else it names (a
+university, a year). :func:`asked_slot` reads from spaCy's dependency parse the verb whose
+subject or object the wh-phrase is ("Who started", "Which company acquired", "Whom did X
+marry"); :func:`pronoun` finds a personal pronoun in that place of the same verb (by its
+stem) in a sentence, as subject, as the agent of a passive ("was started by him") or as
+object. A relative pronoun ("Stonebraker, who started ...") names its antecedent and is
+not counted. Without the pipeline nothing is read (no slot, no pronoun).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from graph_flows.query import extractive
+
+_WH = frozenset({"who", "whom", "what", "which"})
+_PERSONAL = frozenset({"he", "she", "it", "they", "him", "her", "them", "we", "us", "i",
+                       "me", "you"})
+"""Personal pronouns (a closed English word class): they stand for a thing named elsewhere."""
+_COPULA = frozenset({"be", "is", "was", "are", "were", "been", "being", "am"})
+
+
+class Slot(NamedTuple):
+    """The asked place: the stem of its verb and the role the wh-phrase has there."""
+
+    verb: str
+    role: str
+    """``subject`` or ``object``."""
+
+
+def asked_slot(query: str) -> Slot | None:
+    """The verb and role of the question's wh-phrase (see the module docstring); None when
+    the wh-phrase is no subject or object of a verb (a copula, "where", "when") or without
+    the pipeline."""
+    from graph_flows.shared.nlp import load_nlp
+
+    nlp = load_nlp()
+    if nlp is None:
+        return None
+    for tok in nlp(query):
+        if tok.text.lower() not in _WH:
+            continue
+        phrase = tok.head if tok.dep_ == "det" else tok  # "which company"
+        verb = phrase.head
+        if verb.pos_ not in ("VERB", "AUX") or verb.text.lower() in _COPULA:
+            return None
+        if phrase.dep_ == "nsubj":
+            return Slot(extractive.stem(verb.text), "subject")
+        if phrase.dep_ == "dobj":
+            return Slot(extractive.stem(verb.text), "object")
+        return None
+    return None
+
+
+def pronoun(slot: Slot | None, sentence: str) -> str:
+    """The personal pronoun standing in ``slot`` of the same verb in ``sentence`` ("he" in
+    "In 1986 he started the project"), or ""."""
+    from graph_flows.shared.nlp import load_nlp
+
+    nlp = load_nlp()
+    if slot is None or nlp is None:
+        return ""
+    for verb in nlp(sentence):
+        if verb.pos_ not in ("VERB", "AUX") or extractive.stem(verb.text) != slot.verb:
+            continue
+        passive = any(c.dep_ == "nsubjpass" for c in verb.children)
+        for filler in _fillers(verb, slot.role, passive):
+            if filler.tag_ == "PRP" and filler.text.lower() in _PERSONAL:
+                return str(filler.text)
+    return ""
+
+
+def _fillers(verb: object, role: str, passive: bool) -> list[object]:
+    """The tokens in ``role`` of ``verb``: a subject (the agent's object when passive) or
+    an object (the passive subject)."""
+    kids = list(getattr(verb, "children", ()))
+    if role == "subject" and not passive:
+        return [c for c in kids if c.dep_ == "nsubj"]
+    if role == "subject":
+        return [g for c in kids if c.dep_ == "agent" for g in c.children if g.dep_ == "pobj"]
+    return [c for c in kids if c.dep_ in ("dobj", "nsubjpass")]
