@@ -56,22 +56,41 @@ def asked_slot(query: str) -> Slot | None:
     return None
 
 
-def pronoun(slot: Slot | None, sentence: str) -> str:
-    """The personal pronoun standing in ``slot`` of the same verb in ``sentence`` ("he" in
-    "In 1986 he started the project"), or ""."""
+class Filled(NamedTuple):
+    """What stands in the asked place of a sentence: a personal pronoun ("he"), or the
+    words of the phrase there up to its head word ("Joseph Hellerstein" in "... was designed
+    by Joseph Hellerstein at Berkeley"); "" when nothing does."""
+
+    pronoun: str = ""
+    phrase: str = ""
+
+
+def fill(slot: Slot | None, sentence: str) -> Filled:
+    """What stands in ``slot`` of the same verb (by stem) in ``sentence``: as subject, as
+    the agent of a passive ("was started by him"), or as object (see the module docstring)."""
     from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
     if slot is None or nlp is None:
-        return ""
+        return Filled()
     for verb in nlp(sentence):
         if verb.pos_ not in ("VERB", "AUX") or extractive.stem(verb.text) != slot.verb:
             continue
         passive = any(c.dep_ == "nsubjpass" for c in verb.children)
         for filler in _fillers(verb, slot.role, passive):
             if filler.tag_ == "PRP" and filler.text.lower() in _PERSONAL:
-                return str(filler.text)
-    return ""
+                return Filled(pronoun=str(filler.text))
+            if filler.tag_ not in ("WP", "WDT"):
+                # the phrase up to its head word: "Joseph Hellerstein", not "... at Berkeley"
+                span = filler.doc[filler.left_edge.i: filler.i + 1]
+                return Filled(phrase=str(span.text))
+    return Filled()
+
+
+def pronoun(slot: Slot | None, sentence: str) -> str:
+    """The personal pronoun standing in ``slot`` in ``sentence`` ("he" in "In 1986 he
+    started the project"), or "" (:func:`fill`)."""
+    return fill(slot, sentence).pronoun
 
 
 def _fillers(verb: object, role: str, passive: bool) -> list[object]:

@@ -136,14 +136,20 @@ _NONE = answer_kind.Mention("", "")
 
 
 def located(sentences: Sequence[str], kind: str, q: extractive.Question,
-            ents: Parsed | None = None, blocked: frozenset[int] = frozenset(),
+            ents: Parsed | None = None,
+            filled: Sequence[answer_slot.Filled] = (),
             ) -> tuple[int, answer_kind.Mention]:
-    """(index of its sentence, mention) of :func:`candidate`, skipping the ``blocked``
-    sentences (a pronoun holds their answer); (-1, an empty mention) when none."""
+    """(index of its sentence, mention) of :func:`candidate`; with ``filled`` (what stands
+    in the asked place of each sentence: :func:`answer_slot.fill`) a sentence whose place
+    holds a pronoun is skipped, and a mention inside the phrase in that place comes first;
+    (-1, an empty mention) when none."""
     for i, sentence in enumerate(sentences):
-        if i in blocked:
+        fill = filled[i] if i < len(filled) else answer_slot.Filled()
+        if fill.pronoun:
             continue
-        for found in _of_kind(sentence, kind, ents):
+        in_place = fill.phrase
+        for found in sorted(_of_kind(sentence, kind, ents),
+                            key=lambda m: not (in_place and m.text in in_place)):
             if new(extractive.terms(found.text), q):
                 return i, found
     return -1, _NONE
@@ -157,7 +163,8 @@ def chain(sentences: Sequence[str], kind: str, q: extractive.Question,
 
 
 def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
-            ents: Parsed | None = None, blocked: frozenset[int] = frozenset(),
+            ents: Parsed | None = None,
+            filled: Sequence[answer_slot.Filled] = (),
             ) -> tuple[str, answer_kind.Mention]:
     """(bridge, reached): the first answer sentence after the lead that is about a named
     thing an earlier sentence introduced (the bridge: a name the question does not hold)
@@ -165,6 +172,7 @@ def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
     ("Madonna" introduced by the lead, then "Madonna is a biography by Andrew Morton" to "Who
     wrote the book named after ...?"); ("", "") when no sentence does. A multi-hop answer
     reaches its answer this way; a sentence that repeats the bridge adds nothing."""
+    blocked = {i for i, f in enumerate(filled) if f.pronoun}
     seen: list[str] = []
     for i, sentence in enumerate(sentences):
         said = sentence.casefold()
@@ -235,13 +243,12 @@ def _read(q: extractive.Question, query: str, text: str, cited: Sequence[dict[st
     found = evidence_terms(cited)
     kind = answer_kind.asked_kind(query)
     slot = answer_slot.asked_slot(query)
-    pronouns = [answer_slot.pronoun(slot, s) for s in said] if slot else []
-    blocked = frozenset(i for i, p in enumerate(pronouns) if p)
-    at, cand = located(said, kind, q, ents, blocked)
+    filled = [answer_slot.fill(slot, s) for s in said] if slot else []
+    at, cand = located(said, kind, q, ents, filled)
     main = asked_relation.main_relation(query, relation_words(q))
     main_said = main & extractive.terms(said[at]) if cand.text else frozenset()
-    bridge, reached = chained(said, kind, q, ents, blocked)
-    before = [p for i, p in enumerate(pronouns) if p and (at < 0 or i < at)]
+    bridge, reached = chained(said, kind, q, ents, filled)
+    before = [f.pronoun for i, f in enumerate(filled) if f.pronoun and (at < 0 or i < at)]
     signals = Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
         predicate_asked=len(relation_words(q)), main_asked=len(main),

@@ -73,13 +73,17 @@ def _parts(s: Signals, r: Read, src: str, missing: list[str]) -> list[str]:
     head = [f"{src} {v('name')} " if named else f"{src} {v('say')} ",
             _and(named) if named else _and(_quoted(r.q, r.q.all & r.covered) or ["its words"]),
             " but not " if missing else "", _or(missing)]
-    if not s.candidate:
+    direct = bool(s.main_said and s.agree)
+    if not s.candidate or (s.pronoun and not direct):
         asked = _KIND_NOUNS.get(s.kind, "name")
         end = (f", but {v('say')} “{s.pronoun}” where the answer's name should be"
                if s.pronoun else f", but {v('give')} no {asked} that answers the question")
         return [*head, end, "", "", "", "."]
-    if s.reached and s.main_asked < s.predicate_asked:  # a bridge decides (label)
-        return [*head, f"{_comma(missing)} and {v('lead')} through {tidy(s.bridge)} to "
+    if not named:  # the words it says are those of the relation below
+        head = [src, "", "", ""]
+    then = f"{_comma(missing)} and " if named else " "
+    if s.reached and s.main_asked < s.predicate_asked and not direct:  # the bridge decides
+        return [*head, f"{then}{v('lead')} through {tidy(s.bridge)} to "
                 f"{tidy(s.reached)}", _type(s, s.reached_label).rstrip(","), "", "", "."]
     relation = ""
     if r.main:
@@ -88,7 +92,7 @@ def _parts(s: Signals, r: Read, src: str, missing: list[str]) -> list[str]:
     agree = ("; no other document confirms it" if not s.agree else
              f"; {_COUNTS[s.agree]}" if s.agree < len(_COUNTS)
              else f"; {s.agree} other documents agree")
-    return [*head, f"{_comma(missing)} and {v('give')} {tidy(s.candidate)}",
+    return [*head, f"{then}{v('give')} {tidy(s.candidate)}",
             _type(s, s.candidate_label) + " as the answer", relation, agree, "."]
 
 

@@ -53,6 +53,19 @@ def test_the_asked_place_is_read_from_the_parse() -> None:
     assert answer_slot.asked_slot("Where was he born?") is None  # no subject or object
 
 
+def test_the_mention_in_the_asked_place_is_the_candidate() -> None:
+    said = ("GiST, the Generalized Search Tree, was designed by Joseph Hellerstein at "
+            "Berkeley and is part of PostgreSQL.")
+    slot = answer_slot.asked_slot("Who designed GiST?")
+    assert answer_slot.fill(slot, said) == answer_slot.Filled(phrase="Joseph Hellerstein")
+    q = extractive.question("Who designed GiST?")
+    # before: the first organisation-or-person mention, "the Generalized Search Tree"
+    assert confidence.located([said], "person", q, filled=[answer_slot.fill(slot, said)]
+                              )[1].text == "Joseph Hellerstein"
+    out = _assess("Who designed GiST?", said, _passages(said))
+    assert "gives Joseph Hellerstein, a person, as the answer" in out["reason"], out
+
+
 @pytest.mark.parametrize("sentence", [
     "The POSTGRES project started at the University of California, Berkeley in 1986.",
     "The POSTGRES project started in 1986 in Berkeley at the University of California.",
