@@ -14,7 +14,8 @@ words after the first (person, place, name).
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -71,15 +72,23 @@ NOT_NAMED = NUMERIC | {"NORP", "NUMBER"}
 rather than name."""
 
 
-def read(sentence: str) -> tuple[Mention, ...]:
-    """The sentence's mentions in reading order: spaCy's named entities with the preposition
-    governing each, or without the pipeline its numbers (``NUMBER``) and capitalised words
-    after the first (``NAME``)."""
+def parse(texts: Sequence[str]) -> list[Any]:
+    """spaCy's parse of each text (one batch), or Nones without the pipeline: parsed once,
+    read by :func:`read`, :func:`graph_flows.query.answer_slot.fill` and
+    :func:`graph_flows.query.asked_relation.main_relation`."""
     from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
-    if nlp is not None:
-        return tuple(Mention(ent.text, ent.label_, _prep(ent.root)) for ent in nlp(sentence).ents)
+    return [None] * len(texts) if nlp is None else list(nlp.pipe(texts))
+
+
+def read(sentence: str, doc: Any = None) -> tuple[Mention, ...]:
+    """The sentence's mentions in reading order: spaCy's named entities with the preposition
+    governing each (from ``doc``, its parse, when given), or without the pipeline its
+    numbers (``NUMBER``) and capitalised words after the first (``NAME``)."""
+    doc = doc if doc is not None else parse([sentence])[0]
+    if doc is not None:
+        return tuple(Mention(ent.text, ent.label_, _prep(ent.root)) for ent in doc.ents)
     tokens = _WORD.findall(sentence)
     return tuple(Mention(t, "NUMBER" if t[0].isdigit() else "NAME")
                  for i, t in enumerate(tokens) if t[0].isdigit() or (i > 0 and t[0].isupper()))

@@ -13,9 +13,9 @@ not counted. Without the pipeline nothing is read (no slot, no pronoun).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from graph_flows.query import extractive
+from graph_flows.query import answer_kind, extractive
 
 _WH = frozenset({"who", "whom", "what", "which"})
 _PERSONAL = frozenset({"he", "she", "it", "they", "him", "her", "them", "we", "us", "i",
@@ -32,16 +32,14 @@ class Slot(NamedTuple):
     """``subject`` or ``object``."""
 
 
-def asked_slot(query: str) -> Slot | None:
+def asked_slot(query: str, doc: Any = None) -> Slot | None:
     """The verb and role of the question's wh-phrase (see the module docstring); None when
     the wh-phrase is no subject or object of a verb (a copula, "where", "when") or without
-    the pipeline."""
-    from graph_flows.shared.nlp import load_nlp
-
-    nlp = load_nlp()
-    if nlp is None:
+    the pipeline (``doc``: the question's parse, when already made)."""
+    doc = doc if doc is not None else answer_kind.parse([query])[0]
+    if doc is None:
         return None
-    for tok in nlp(query):
+    for tok in doc:
         if tok.text.lower() not in _WH:
             continue
         phrase = tok.head if tok.dep_ == "det" else tok  # "which company"
@@ -65,15 +63,16 @@ class Filled(NamedTuple):
     phrase: str = ""
 
 
-def fill(slot: Slot | None, sentence: str) -> Filled:
-    """What stands in ``slot`` of the same verb (by stem) in ``sentence``: as subject, as
-    the agent of a passive ("was started by him"), or as object (see the module docstring)."""
-    from graph_flows.shared.nlp import load_nlp
-
-    nlp = load_nlp()
-    if slot is None or nlp is None:
+def fill(slot: Slot | None, sentence: str, doc: Any = None) -> Filled:
+    """What stands in ``slot`` of the same verb (by stem) in ``sentence`` (``doc``: its
+    parse, when already made): as subject, as the agent of a passive ("was started by
+    him"), or as object (see the module docstring)."""
+    if slot is None:
         return Filled()
-    for verb in nlp(sentence):
+    doc = doc if doc is not None else answer_kind.parse([sentence])[0]
+    if doc is None:
+        return Filled()
+    for verb in doc:
         if verb.pos_ not in ("VERB", "AUX") or extractive.stem(verb.text) != slot.verb:
             continue
         passive = any(c.dep_ == "nsubjpass" for c in verb.children)

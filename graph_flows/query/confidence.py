@@ -239,13 +239,14 @@ def _read(q: extractive.Question, query: str, text: str, cited: Sequence[dict[st
           declined: bool | None) -> tuple[Signals, plain_reason.Read]:
     """:func:`signals` and what its plain reason is written from."""
     said = answer_sentences(text)
-    ents = parsed(said)
+    qdoc, *docs = answer_kind.parse([query, *said])  # each parsed once
+    ents = {s: answer_kind.read(s, d) for s, d in zip(said, docs, strict=True)}
     found = evidence_terms(cited)
     kind = answer_kind.asked_kind(query)
-    slot = answer_slot.asked_slot(query)
-    filled = [answer_slot.fill(slot, s) for s in said] if slot else []
+    slot = answer_slot.asked_slot(query, qdoc)
+    filled = [answer_slot.fill(slot, s, d) for s, d in zip(said, docs, strict=True)]
     at, cand = located(said, kind, q, ents, filled)
-    main = asked_relation.main_relation(query, relation_words(q))
+    main = asked_relation.main_relation(query, relation_words(q), qdoc)
     main_said = main & extractive.terms(said[at]) if cand.text else frozenset()
     bridge, reached = chained(said, kind, q, ents, filled)
     before = [f.pronoun for i, f in enumerate(filled) if f.pronoun and (at < 0 or i < at)]
