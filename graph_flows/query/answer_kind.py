@@ -94,11 +94,11 @@ def read(sentence: str, doc: Any = None) -> tuple[Mention, ...]:
                  for i, t in enumerate(tokens) if t[0].isdigit() or (i > 0 and t[0].isupper()))
 
 
-def _prep(root: object) -> str:
+def _prep(root: Any) -> str:
     """The preposition whose object ``root`` (a spaCy token) is, through appositions and
     conjunctions ("at Berkeley and MIT"), or ""."""
     tok = root
-    while getattr(tok, "dep_", "") in ("appos", "conj", "compound") and tok.head is not tok:
+    while tok.dep_ in ("appos", "conj", "compound") and tok.head is not tok:
         tok = tok.head
     head = tok.head
     return head.text.lower() if tok.dep_ == "pobj" and head.dep_ == "prep" else ""

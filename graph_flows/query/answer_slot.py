@@ -92,10 +92,10 @@ def pronoun(slot: Slot | None, sentence: str) -> str:
     return fill(slot, sentence).pronoun
 
 
-def _fillers(verb: object, role: str, passive: bool) -> list[object]:
+def _fillers(verb: Any, role: str, passive: bool) -> list[Any]:
     """The tokens in ``role`` of ``verb``: a subject (the agent's object when passive) or
     an object (the passive subject)."""
-    kids = list(getattr(verb, "children", ()))
+    kids = list(verb.children)
     if role == "subject" and not passive:
         return [c for c in kids if c.dep_ == "nsubj"]
     if role == "subject":

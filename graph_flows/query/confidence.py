@@ -6,9 +6,12 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
   and passages say; evidence that misses most of them is about something else, evidence
   that misses one may be.
 - ``candidate``: the kind of answer the question asks for (:mod:`answer_kind`: a date for
-  "when", a number for "how many", a person or organisation for "who", a place for "where",
-  else a name) and the first mention of that kind in the answer that the question does not
-  already contain. An answer without one cannot be the answer.
+  "when", a number or amount for "how many/much/heavy", a person or organisation for "who",
+  a place for "where", else a name; read from the entity type, not capitals) and the first
+  mention of that kind in the answer that the question does not already contain, the one
+  standing where the question's wh-phrase stands first (:mod:`answer_slot`: "designed by
+  *Joseph Hellerstein*"). A sentence with a pronoun there ("In 1986 *he* started ...")
+  gives none. An answer without one cannot be the answer.
 - ``main_said``: the relation words of the question's main clause (:mod:`asked_relation`:
   "spouse" in "Who is the spouse of the director of X?", not the nested "director") that the
   candidate's sentence says. A sentence stating a nested relation answers the way to the

@@ -16,12 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from graph_flows.query import answer_kind, extractive
-
-if TYPE_CHECKING:
-    from graph_flows.query.confidence import Signals
 
 MAX_WORDS = 30
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -34,6 +31,42 @@ _COUNTS = ("", "another document agrees", "two other documents agree",
 DECLINED = "The answer says the knowledge base does not hold the answer."
 NOTHING = "Nothing in the knowledge base matched the question."
 UNCITED = "The answer cites none of the retrieved facts or passages."
+
+
+class Signals(Protocol):
+    """What the reason reads of :class:`graph_flows.query.confidence.Signals` (the label's
+    signals; this module comes before that one in the import order; read-only)."""
+
+    @property
+    def covered(self) -> int: ...
+    @property
+    def names(self) -> int: ...
+    @property
+    def names_asked(self) -> int: ...
+    @property
+    def predicate_asked(self) -> int: ...
+    @property
+    def main_asked(self) -> int: ...
+    @property
+    def main_said(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def candidate(self) -> str: ...
+    @property
+    def agree(self) -> int: ...
+    @property
+    def bridge(self) -> str: ...
+    @property
+    def reached(self) -> str: ...
+    @property
+    def declined(self) -> bool: ...
+    @property
+    def candidate_label(self) -> str: ...
+    @property
+    def reached_label(self) -> str: ...
+    @property
+    def pronoun(self) -> str: ...
 
 
 @dataclass(frozen=True)
