@@ -110,7 +110,7 @@ def nothing_relevant_answer(reason: str, closest: Sequence[str]) -> str:
     """Something was retrieved but none of it answers the question: say so, and why (the
     question is not repeated: it may hold names that are not the knowledge base's)."""
     text = (f"{EXTRACTIVE_HEADER}\n\nNothing relevant found: no fact or passage in the "
-            f"knowledge base answers the question ({reason}).")
+            f"knowledge base answers the question. {reason}")
     if closest:
         text += " Closest entities it does know: " + ", ".join(closest) + "."
     return text

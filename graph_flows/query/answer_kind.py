@@ -1,24 +1,27 @@
 """The kind of answer a question asks for, and the mentions of that kind in a sentence.
 
-"When" asks for a date, "how many" for a number, "where" for a place, "who" for a person
-(or an organisation: "who published ..."), anything else for a name. A sentence's mentions
-of a kind are spaCy's named entities of the matching labels (:data:`NER_KINDS`) when the
-pipeline is installed (:func:`graph_flows.shared.nlp.load_nlp`, loaded once per
-process, never at import), else numbers (date, number) and capitalised words after the first
-(person, place, name).
+"When" asks for a date; "how many", "how much", "how heavy" (any "how" + measure) for a
+number or amount; "where" for a place; "who" for a person (or an organisation: "who
+published ..."); anything else for a name. A mention's kind comes from its entity type —
+spaCy's named-entity label (:data:`NER_KINDS`) when the pipeline is installed
+(:func:`graph_flows.shared.nlp.load_nlp`, loaded once per process, never at import) — not
+from its capitals: a year is a date, not a weight; an organisation is not a person, and
+answers "who" only where it can act (not as the place of a locative preposition: "at the
+University of California"). Without the pipeline: numbers (date, number) and capitalised
+words after the first (person, place, name).
 """
 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("number", re.compile(r"\bhow (?:many|much|old|long|far|tall|big|large)\b|"
-                          r"\bwhat (?:percentage|number)\b", re.I)),
+    ("number", re.compile(r"\bhow (?:many|much|old|long|far|tall|big|large|heavy|high|wide|"
+                          r"deep|fast|often)\b|\bwhat (?:percentage|number)\b", re.I)),
     ("date", re.compile(r"^\s*when\b|\b(?:what|which|in what) (?:year|date|century|decade)\b|"
                         r"\bwhen (?:did|was|were|does|is|do)\b", re.I)),
     ("place", re.compile(r"^\s*where\b|\bwhere (?:did|was|were|is|does|do)\b", re.I)),
@@ -26,11 +29,33 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 """The answer's kind by the question's wh-phrase, first match wins; else ``name``."""
 NER_KINDS = {
-    "date": {"DATE"}, "number": {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE"},
+    "date": {"DATE"}, "number": {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE", "TIME"},
     "person": {"PERSON", "ORG"}, "place": {"GPE", "LOC", "FAC"},
 }
 """spaCy labels that answer each kind ("who" is often an organisation: "who published");
-``name`` takes any entity."""
+``name`` takes any entity. A date or time answers "how many/long/old" only as a duration
+(:func:`fits`)."""
+TYPE_NOUNS = {
+    "PERSON": "a person", "ORG": "an organisation", "GPE": "a place", "LOC": "a place",
+    "FAC": "a place", "DATE": "a date", "TIME": "a time", "CARDINAL": "a number",
+    "QUANTITY": "an amount", "MONEY": "a sum of money", "PERCENT": "a percentage",
+}
+"""What a mention of each spaCy label is, in words a person reads."""
+LOCATIVE = frozenset({"at", "in", "near", "within", "inside", "outside", "across",
+                      "throughout", "around"})
+"""English prepositions of place: an organisation after one is where something happened,
+not who did it ("he started the project at the University of California")."""
+_DURATION = re.compile(r"\b(?:second|minute|hour|day|week|month|year|decade|centur)", re.I)
+_YEAR = re.compile(r"^\s*(?:in\s+)?[12]\d{3}\s*$")
+
+
+class Mention(NamedTuple):
+    """A sentence's mention: its text, entity label, and the preposition it is the object
+    of ("" when none)."""
+
+    text: str
+    label: str
+    prep: str = ""
 
 
 def asked_kind(query: str) -> str:
@@ -47,41 +72,65 @@ NOT_NAMED = NUMERIC | {"NORP", "NUMBER"}
 rather than name."""
 
 
-def entities(sentence: str) -> tuple[tuple[str, str], ...]:
-    """``(text, label)`` of the sentence's mentions in reading order: spaCy's named entities,
-    or without the pipeline its numbers (``NUMBER``) and capitalised words after the first
-    (``NAME``)."""
+def parse(texts: Sequence[str]) -> list[Any]:
+    """spaCy's parse of each text (one batch), or Nones without the pipeline: parsed once,
+    read by :func:`read`, :func:`graph_flows.query.answer_slot.fill` and
+    :func:`graph_flows.query.asked_relation.main_relation`."""
     from graph_flows.shared.nlp import load_nlp
 
     nlp = load_nlp()
-    if nlp is not None:
-        return _parsed(nlp, sentence)
+    return [None] * len(texts) if nlp is None else list(nlp.pipe(texts))
+
+
+def read(sentence: str, doc: Any = None) -> tuple[Mention, ...]:
+    """The sentence's mentions in reading order: spaCy's named entities with the preposition
+    governing each (from ``doc``, its parse, when given), or without the pipeline its
+    numbers (``NUMBER``) and capitalised words after the first (``NAME``)."""
+    doc = doc if doc is not None else parse([sentence])[0]
+    if doc is not None:
+        return tuple(Mention(ent.text, ent.label_, _prep(ent.root)) for ent in doc.ents)
     tokens = _WORD.findall(sentence)
-    return tuple((t, "NUMBER" if t[0].isdigit() else "NAME") for i, t in enumerate(tokens)
-                 if t[0].isdigit() or (i > 0 and t[0].isupper()))
+    return tuple(Mention(t, "NUMBER" if t[0].isdigit() else "NAME")
+                 for i, t in enumerate(tokens) if t[0].isdigit() or (i > 0 and t[0].isupper()))
 
 
-@lru_cache(maxsize=1024)
-def _parsed(nlp: Any, sentence: str) -> tuple[tuple[str, str], ...]:
-    """spaCy's named entities of ``sentence``, memoised (a pure function of the pipeline and
-    the sentence): an answer's confidence label and its diagram parse the same sentences."""
-    return tuple((ent.text, ent.label_) for ent in nlp(sentence).ents)
+def _prep(root: Any) -> str:
+    """The preposition whose object ``root`` (a spaCy token) is, through appositions and
+    conjunctions ("at Berkeley and MIT"), or ""."""
+    tok = root
+    while tok.dep_ in ("appos", "conj", "compound") and tok.head is not tok:
+        tok = tok.head
+    head = tok.head
+    return head.text.lower() if tok.dep_ == "pobj" and head.dep_ == "prep" else ""
 
 
-def fits(text: str, label: str, kind: str) -> bool:
-    """Whether a mention of spaCy ``label`` is of ``kind`` (:data:`NER_KINDS`; a date holds
-    a digit; ``name`` takes any). Without the pipeline a number is a date or number and a
-    capitalised word anything else."""
+def entities(sentence: str) -> tuple[tuple[str, str], ...]:
+    """``(text, label)`` of the sentence's mentions (:func:`read`)."""
+    return tuple((m.text, m.label) for m in read(sentence))
+
+
+def fits(text: str, label: str, kind: str, prep: str = "") -> bool:
+    """Whether a mention of spaCy ``label`` (object of preposition ``prep``) is of ``kind``
+    (:data:`NER_KINDS`; a date holds a digit; a date or time answers a number only as a
+    duration, "12 years", never a year; an organisation answers "who" unless it is the
+    object of a preposition of place; ``name`` takes any). Without the pipeline a number
+    is a date or number and a capitalised word anything else."""
     if label in ("NAME", "NUMBER"):
         return (label == "NUMBER") == (kind in ("date", "number"))
     if kind not in NER_KINDS:
         return True
-    return label in NER_KINDS[kind] and (kind != "date" or any(c.isdigit() for c in text))
+    if label not in NER_KINDS[kind]:
+        return False
+    if kind == "date":
+        return any(c.isdigit() for c in text)
+    if kind == "number" and label in ("DATE", "TIME"):
+        return bool(_DURATION.search(text)) and not _YEAR.match(text)
+    return not (kind == "person" and label == "ORG" and prep in LOCATIVE)
 
 
 def mentions(sentence: str, kind: str) -> tuple[str, ...]:
     """The mentions of ``kind`` in ``sentence``, in reading order (see the module docstring)."""
-    return tuple(text for text, label in entities(sentence) if fits(text, label, kind))
+    return tuple(m.text for m in read(sentence) if fits(m.text, m.label, kind, m.prep))
 
 
 def named(sentence: str) -> tuple[str, ...]:

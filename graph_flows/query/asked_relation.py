@@ -18,7 +18,9 @@ sentence could be checked against. Without the pipeline every relation word coun
 
 from __future__ import annotations
 
-from graph_flows.query import extractive
+from typing import Any
+
+from graph_flows.query import answer_kind, extractive
 
 _MAIN = frozenset({"dobj", "attr", "acomp", "prt", "oprd", "xcomp", "dative", "nsubjpass",
                    "conj", "ccomp"})
@@ -27,15 +29,15 @@ _MODIFIERS = frozenset({"amod", "compound"})
 _BE = frozenset({"be", "is", "was", "are", "were", "been", "being", "'s", "am"})
 
 
-def main_relation(query: str, relation: frozenset[str]) -> frozenset[str]:
+def main_relation(query: str, relation: frozenset[str], doc: Any = None) -> frozenset[str]:
     """The stems of ``relation`` (the question's relation words) that its main clause says
-    (see the module docstring); all of ``relation`` without the pipeline."""
-    from graph_flows.shared.nlp import load_nlp
-
-    nlp = load_nlp()
-    if nlp is None or not relation:
+    (see the module docstring; ``doc``: the question's parse, when already made); all of
+    ``relation`` without the pipeline."""
+    if not relation:
         return relation
-    doc = nlp(query)
+    doc = doc if doc is not None else answer_kind.parse([query])[0]
+    if doc is None:
+        return relation
     roots = [t for t in doc if t.dep_ == "ROOT"]
     if not roots:
         return relation

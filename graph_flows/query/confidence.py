@@ -6,9 +6,12 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
   and passages say; evidence that misses most of them is about something else, evidence
   that misses one may be.
 - ``candidate``: the kind of answer the question asks for (:mod:`answer_kind`: a date for
-  "when", a number for "how many", a person or organisation for "who", a place for "where",
-  else a name) and the first mention of that kind in the answer that the question does not
-  already contain. An answer without one cannot be the answer.
+  "when", a number or amount for "how many/much/heavy", a person or organisation for "who",
+  a place for "where", else a name; read from the entity type, not capitals) and the first
+  mention of that kind in the answer that the question does not already contain, the one
+  standing where the question's wh-phrase stands first (:mod:`answer_slot`: "designed by
+  *Joseph Hellerstein*"). A sentence with a pronoun there ("In 1986 *he* started ...")
+  gives none. An answer without one cannot be the answer.
 - ``main_said``: the relation words of the question's main clause (:mod:`asked_relation`:
   "spouse" in "Who is the spouse of the director of X?", not the nested "director") that the
   candidate's sentence says. A sentence stating a nested relation answers the way to the
@@ -27,7 +30,8 @@ thing of the asked kind); "high" asks for evidence about every asked thing and f
 answer to reach a candidate, directly (its sentence states the relation asked and another
 document says the same candidate) or through a bridge. Measured on the shared MuSiQue
 questions, both halves, and on held-out prose in HISTORY: confidence.md. The query loop's
-stop reason was no signal (HISTORY: confidence.md). The reason string names the signals.
+stop reason was no signal (HISTORY: confidence.md). The reason is one plain sentence
+(:mod:`plain_reason`): what the evidence covers and what it lacks.
 """
 
 from __future__ import annotations
@@ -37,7 +41,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graph_flows.query import answer, answer_kind, asked_relation, extractive
+from graph_flows.query import (
+    answer,
+    answer_kind,
+    answer_slot,
+    asked_relation,
+    extractive,
+    plain_reason,
+)
 from graph_flows.query.scoring import evidence_terms
 
 LABELS = ("high", "medium", "low", "none")
@@ -80,6 +91,14 @@ class Signals:
     """The mention of the asked kind that later sentence adds past the bridge, or ""."""
     declined: bool = False
     """The answer says the knowledge base does not hold the answer."""
+    candidate_label: str = ""
+    """The candidate's entity type (spaCy's label: ``PERSON``, ``ORG``, ``DATE`` ...)."""
+    reached_label: str = ""
+    """The entity type of ``reached``."""
+    pronoun: str = ""
+    """A personal pronoun standing where the answer should be in an answer sentence ("he"
+    in "In 1986 he started ..." to "Who started ...?"; :mod:`answer_slot`): that sentence
+    gives no candidate."""
 
 
 def answer_sentences(text: str) -> list[str]:
@@ -91,61 +110,84 @@ def answer_sentences(text: str) -> list[str]:
     return extractive.sentences(body) if body else []
 
 
-Parsed = Mapping[str, tuple[tuple[str, str], ...]]
-"""Each answer sentence's mentions (:func:`answer_kind.entities`), parsed once per answer."""
+Parsed = Mapping[str, tuple[answer_kind.Mention, ...]]
+"""Each answer sentence's mentions (:func:`answer_kind.read`), parsed once per answer."""
 
 
-def parsed(sentences: Sequence[str]) -> dict[str, tuple[tuple[str, str], ...]]:
+def parsed(sentences: Sequence[str]) -> dict[str, tuple[answer_kind.Mention, ...]]:
     """:data:`Parsed` of ``sentences``."""
-    return {s: answer_kind.entities(s) for s in sentences}
+    return {s: answer_kind.read(s) for s in sentences}
 
 
-def _of_kind(sentence: str, kind: str, ents: Parsed | None) -> list[str]:
-    pairs = ents[sentence] if ents is not None else answer_kind.entities(sentence)
-    return [text for text, lab in pairs if answer_kind.fits(text, lab, kind)]
+def _of_kind(sentence: str, kind: str, ents: Parsed | None) -> list[answer_kind.Mention]:
+    found = ents[sentence] if ents is not None else answer_kind.read(sentence)
+    return [m for m in found if answer_kind.fits(m.text, m.label, kind, m.prep)]
 
 
 def _named(sentence: str, ents: Parsed | None) -> list[str]:
-    pairs = ents[sentence] if ents is not None else answer_kind.entities(sentence)
-    return [text for text, lab in pairs if lab not in answer_kind.NOT_NAMED]
+    found = ents[sentence] if ents is not None else answer_kind.read(sentence)
+    return [m.text for m in found if m.label not in answer_kind.NOT_NAMED]
 
 
 def candidate(sentences: Sequence[str], kind: str, q: extractive.Question) -> str:
     """The first mention of the asked kind in ``sentences`` that the question does not
     contain ("" when none)."""
-    return located(sentences, kind, q)[1]
+    return located(sentences, kind, q)[1].text
+
+
+_NONE = answer_kind.Mention("", "")
 
 
 def located(sentences: Sequence[str], kind: str, q: extractive.Question,
-            ents: Parsed | None = None) -> tuple[int, str]:
-    """(index of its sentence, mention) of :func:`candidate`; (-1, "") when none."""
+            ents: Parsed | None = None,
+            filled: Sequence[answer_slot.Filled] = (),
+            ) -> tuple[int, answer_kind.Mention]:
+    """(index of its sentence, mention) of :func:`candidate`; with ``filled`` (what stands
+    in the asked place of each sentence: :func:`answer_slot.fill`) a sentence whose place
+    holds a pronoun is skipped, and a mention inside the phrase in that place comes first;
+    (-1, an empty mention) when none."""
     for i, sentence in enumerate(sentences):
-        for found in _of_kind(sentence, kind, ents):
-            if new(extractive.terms(found), q):
+        fill = filled[i] if i < len(filled) else answer_slot.Filled()
+        if fill.pronoun:
+            continue
+        in_place = fill.phrase
+        for found in sorted(_of_kind(sentence, kind, ents),
+                            key=lambda m: not (in_place and m.text in in_place)):
+            if new(extractive.terms(found.text), q):
                 return i, found
-    return -1, ""
+    return -1, _NONE
 
 
 def chain(sentences: Sequence[str], kind: str, q: extractive.Question,
           ents: Parsed | None = None) -> tuple[str, str]:
+    """(bridge, reached) of :func:`chained`, as text."""
+    bridge, reached = chained(sentences, kind, q, ents)
+    return bridge, reached.text
+
+
+def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
+            ents: Parsed | None = None,
+            filled: Sequence[answer_slot.Filled] = (),
+            ) -> tuple[str, answer_kind.Mention]:
     """(bridge, reached): the first answer sentence after the lead that is about a named
     thing an earlier sentence introduced (the bridge: a name the question does not hold)
     and adds a mention of the asked kind the question does not hold, other than the bridge
     ("Madonna" introduced by the lead, then "Madonna is a biography by Andrew Morton" to "Who
     wrote the book named after ...?"); ("", "") when no sentence does. A multi-hop answer
     reaches its answer this way; a sentence that repeats the bridge adds nothing."""
+    blocked = {i for i, f in enumerate(filled) if f.pronoun}
     seen: list[str] = []
     for i, sentence in enumerate(sentences):
         said = sentence.casefold()
         bridges = [b for b in seen if b.casefold() in said]
-        if i and bridges:
+        if i and bridges and i not in blocked:
             for found in _of_kind(sentence, kind, ents):
-                f = found.casefold()
-                if new(extractive.terms(found), q) and not any(
+                f = found.text.casefold()
+                if new(extractive.terms(found.text), q) and not any(
                         f in b.casefold() or b.casefold() in f for b in bridges):
                     return bridges[0], found
         seen += [m for m in _named(sentence, ents) if new(extractive.terms(m), q)]
-    return "", ""
+    return "", _NONE
 
 
 def new(words: set[str] | frozenset[str], q: extractive.Question) -> bool:
@@ -197,22 +239,30 @@ def signals(q: extractive.Question, query: str, text: str, cited: Sequence[dict[
 
 def _read(q: extractive.Question, query: str, text: str, cited: Sequence[dict[str, Any]],
           facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
-          declined: bool | None) -> tuple[Signals, frozenset[str]]:
-    """:func:`signals` and the main relation words the candidate's sentence says."""
+          declined: bool | None) -> tuple[Signals, plain_reason.Read]:
+    """:func:`signals` and what its plain reason is written from."""
     said = answer_sentences(text)
-    ents = parsed(said)
+    qdoc, *docs = answer_kind.parse([query, *said])  # each parsed once
+    ents = {s: answer_kind.read(s, d) for s, d in zip(said, docs, strict=True)}
     found = evidence_terms(cited)
     kind = answer_kind.asked_kind(query)
-    at, cand = located(said, kind, q, ents)
-    main = asked_relation.main_relation(query, relation_words(q))
-    main_said = main & extractive.terms(said[at]) if cand else frozenset()
-    bridge, reached = chain(said, kind, q, ents)
-    return Signals(
+    slot = answer_slot.asked_slot(query, qdoc)
+    filled = [answer_slot.fill(slot, s, d) for s, d in zip(said, docs, strict=True)]
+    at, cand = located(said, kind, q, ents, filled)
+    main = asked_relation.main_relation(query, relation_words(q), qdoc)
+    main_said = main & extractive.terms(said[at]) if cand.text else frozenset()
+    bridge, reached = chained(said, kind, q, ents, filled)
+    before = [f.pronoun for i, f in enumerate(filled) if f.pronoun and (at < 0 or i < at)]
+    signals = Signals(
         covered=len(q.all & found), names=len(q.names & found), names_asked=len(q.names),
         predicate_asked=len(relation_words(q)), main_asked=len(main),
-        main_said=len(main_said), kind=kind, candidate=cand,
-        agree=agreeing(cand, cited, facts, passages), bridge=bridge, reached=reached,
-        declined=bool(_DECLINED.search(text)) if declined is None else declined), main_said
+        main_said=len(main_said), kind=kind, candidate=cand.text,
+        agree=agreeing(cand.text, cited, facts, passages), bridge=bridge,
+        reached=reached.text,
+        declined=bool(_DECLINED.search(text)) if declined is None else declined,
+        candidate_label=cand.label, reached_label=reached.label,
+        pronoun=before[0] if before else "")
+    return signals, plain_reason.Read(query, q, q.all & found, main, main_said, cited)
 
 
 def label(s: Signals) -> str:
@@ -239,40 +289,10 @@ def label(s: Signals) -> str:
     return "medium"
 
 
-def reason(s: Signals, q: extractive.Question, covered: frozenset[str] = frozenset(),
-           said: frozenset[str] = frozenset()) -> str:
-    """One sentence naming the signals that decided the label (``covered``: the question's
-    names the evidence says; ``said``: its main relation words the candidate's sentence
-    says)."""
-    if s.declined:
-        return "the answer says the knowledge base does not contain the answer"
-    parts = []
-    if s.names_asked:
-        parts.append(f"the cited evidence names {s.names} of the question's "
-                     f"{s.names_asked} names" + _shown(covered, q))
-    elif not s.covered:
-        parts.append("the cited evidence says none of the question's words")
-    if (s.names_asked and not s.names) or not s.covered:
-        return "; ".join(parts)  # about something else: what it holds does not matter
-    asked = "a name" if s.kind == "name" else f"a {s.kind}"
-    if s.candidate:
-        agree = (f", also said by {s.agree} other document{'s' if s.agree > 1 else ''}"
-                 if s.agree else ", said by no other document")
-        parts.append(f"it holds {asked} as asked ({s.candidate}){agree}")
-        if s.main_asked:
-            parts.append(f"its sentence says {s.main_said} of the {s.main_asked} words of "
-                         "the relation asked" + _shown(said, q))
-    else:
-        parts.append(f"it holds no {s.kind} as asked")
-    if s.reached:
-        parts.append(f"a later sentence about {s.bridge} (named before) adds {s.reached}")
-    return "; ".join(parts)
-
-
-def _shown(hit: frozenset[str], q: extractive.Question) -> str:
-    """`` (Word, Word)``: the question's own spelling of the stems in ``hit``, in its order."""
-    shown = ", ".join(w for t, w in q.words.items() if t in hit)
-    return f" ({shown})" if shown else ""
+def reason(s: Signals, read: plain_reason.Read) -> str:
+    """One plain sentence saying what the evidence covers and lacks
+    (:func:`plain_reason.sentence`)."""
+    return plain_reason.sentence(s, read)
 
 
 def assess(q: extractive.Question, query: str, text: str, cited: Sequence[dict[str, Any]],
@@ -280,11 +300,11 @@ def assess(q: extractive.Question, query: str, text: str, cited: Sequence[dict[s
            *, retrieved: bool = True, declined: bool | None = None) -> dict[str, str]:
     """``{"label", "reason"}`` of an answer (see :func:`label`)."""
     if not retrieved:
-        return {"label": "none", "reason": "nothing was retrieved"}
+        return {"label": "none", "reason": plain_reason.NOTHING}
     if not cited:
-        return {"label": "none", "reason": "the answer cites no retrieved fact or passage"}
-    s, said = _read(q, query, text, cited, facts, passages, declined)
-    return {"label": label(s), "reason": reason(s, q, q.names & evidence_terms(cited), said)}
+        return {"label": "none", "reason": plain_reason.UNCITED}
+    s, read = _read(q, query, text, cited, facts, passages, declined)
+    return {"label": label(s), "reason": reason(s, read)}
 
 
 def extractive_with_confidence(query: str, names: Sequence[str],

@@ -224,7 +224,7 @@ def context_answer(state: dict[str, Any], query: str, rels: list[dict[str, Any]]
     """The no-LLM answer from the facts and passages returned and its confidence label
     (:func:`context_confidence`); no answer ("") when there is nothing to answer from."""
     if not rels and not passages:
-        return "", {"label": "none", "reason": "the context holds no facts or passages"}
+        return "", {"label": "none", "reason": "The context holds no facts or passages."}
     return confidence.extractive_with_confidence(state.get("query", query), _names(state),
                                                  rels, passages)
 

@@ -72,8 +72,9 @@ def test_facts_alone_repeat_one_sentence_once_with_all_its_topics() -> None:
 
 
 def test_nothing_relevant_answer_says_so() -> None:
-    text = answer.nothing_relevant_answer("the reason", ["Leeds"])
-    assert "Nothing relevant found" in text and "(the reason)" in text and "Leeds" in text
+    text = answer.nothing_relevant_answer("The reason.", ["Leeds"])
+    assert "Nothing relevant found" in text and "the question. The reason." in text
+    assert "Leeds" in text
 
 
 # --- the diagram -------------------------------------------------------------------------

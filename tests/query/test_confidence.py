@@ -135,19 +135,22 @@ def test_assess_says_why() -> None:
             "- Margaret Ellison was a baker in Leeds. [F2]")
     high = _assess(WHO, text, cited)
     assert high == {"label": "high", "reason": (
-        "the cited evidence names 2 of the question's 2 names (Harrowgate, Foods); it holds a "
-        "person as asked (Margaret Ellison), also said by 1 other document; its sentence "
-        "says 1 of the 1 words of the relation asked (founded)")}
+        "The cited facts name Harrowgate Foods and give Margaret Ellison, a person, as the "
+        "answer, in a sentence saying “founded”; another document agrees.")}
     alone = _assess(WHO, "Harrowgate Foods was founded by Margaret Ellison. [F1]", cited[:1])
-    assert alone["label"] == "medium" and "said by no other document" in alone["reason"]
+    assert alone["label"] == "medium" and alone["reason"].endswith(
+        "; no other document confirms it.")
     no_person = _assess(WHO, "Harrowgate Foods was founded in 1987. [F1]",
                         _cite("Harrowgate Foods was founded in 1987."))
-    assert no_person["label"] == "low" and "it holds no person as asked" in no_person["reason"]
+    assert no_person == {"label": "low", "reason": (
+        "The cited fact names Harrowgate Foods, but gives no person or organisation that "
+        "answers the question.")}
     other = _assess(WHO, "Norvale was founded by Ada Brook. [F1]",
                     _cite("Norvale was founded by Ada Brook."))
-    assert other["label"] == "none" and "names 0 of the question's 2 names" in other["reason"]
-    assert _assess(WHO, "x", [], retrieved=False) == {"label": "none",
-                                                       "reason": "nothing was retrieved"}
+    assert other == {"label": "none", "reason": (
+        "The cited fact mentions none of the names the question asks about.")}
+    assert _assess(WHO, "x", [], retrieved=False) == {
+        "label": "none", "reason": "Nothing in the knowledge base matched the question."}
     assert _assess(WHO, "x", [])["label"] == "none"
 
 
@@ -166,8 +169,8 @@ def test_a_model_saying_it_does_not_know_is_none() -> None:
                   "Margaret Ellison founded Harrowgate Foods.")
     text = ("The knowledge base does not say who founded Harrowgate Foods; it only says "
             "that Margaret Ellison worked there [F1].")
-    assert _assess(WHO, text, cited) == {"label": "none", "reason": "the answer says the "
-                                         "knowledge base does not contain the answer"}
+    assert _assess(WHO, text, cited) == {"label": "none", "reason": "The answer says the "
+                                         "knowledge base does not hold the answer."}
     plain = "Margaret Ellison founded Harrowgate Foods [F2], where she worked [F1]."
     assert _assess(WHO, plain, cited)["label"] == "high"
     assert _assess(WHO, text, cited, declined=False)["label"] != "none"  # extractive text
@@ -196,18 +199,21 @@ def test_a_nested_relation_is_no_answer_but_a_bridge_past_it_is() -> None:
     # answer, though another document says the same name
     nested = _assess(query, f"{lead} [F1]", cited, passages=other)
     assert nested["label"] == "medium", nested
-    assert "says 0 of the 1 words of the relation asked" in nested["reason"]
+    assert "Raoul Walsh, a person, as the answer, but that sentence does not say “spouse”" in (
+        nested["reason"])
     # a later sentence about the bridge adds a person: reached
     later = "Raoul Walsh was married to Miriam Cooper from 1916 to 1926."
     text = f"{lead} [F1]\n\nSupporting evidence:\n- {later} [F2]"
     both = _assess(query, text, _cite(lead, later))
     assert both["label"] == "high", both
-    assert "a later sentence about Raoul Walsh (named before) adds Miriam Cooper" in (
-        both["reason"])
+    assert both["reason"] == ("The cited facts name Jump for Glory and lead through Raoul "
+                              "Walsh to Miriam Cooper, a person.")
     # to a question without a nested relation a later sentence only adds more
     one_doc = [{**c, "sources": [{"uri": "film.md"}]} for c in _cite(lead, later)]
     single = _assess("Who directed Jump for Glory?", text, one_doc)
-    assert single["label"] == "medium" and "adds Miriam Cooper" in single["reason"], single
+    assert single == {"label": "medium", "reason": (
+        "The cited facts name Jump for Glory and give Raoul Walsh, a person, as the answer, "
+        "in a sentence saying “directed”; no other document confirms it.")}
     assert _assess(query, text, one_doc)["label"] == "high"  # the bridge needs no 2nd doc
     # the same answer with evidence missing one of the asked names is no more than medium
     missing = _assess("Who is the spouse of the director of Jump for Glory in Ohio?", text,

@@ -101,7 +101,7 @@ def test_query_graph_max_hops_and_answer_confidence(resources) -> None:
     facts = {f["fact"]: f for f in out["facts"]}
     assert HOP2 in facts and out["search_metrics"]["max_hops"] == 2
     conf = out["answer_confidence"]
-    assert conf["label"] in {"high", "medium", "low"} and "names" in conf["reason"]
+    assert conf["label"] in {"high", "medium", "low"} and "Zorvak Studio" in conf["reason"]
     with pytest.raises(InvalidQueryError, match="max_hops must be 1..3"):
         query_flow.invoke({"query": "x"}, context={"max_hops": 4})
     empty = query_flow.invoke({"query": "qqqzzzxxx wwwvvv"}, context={"fallback_ratio": 0.0})

@@ -220,14 +220,13 @@ def test_llm_answer_confidence_from_the_same_evidence_and_the_models_refusal(
     # the rules of the extractive answer, on the model's sentences and what they cite
     conf = answered["answer_confidence"]
     assert conf["label"] == "medium", conf  # one document: no other says Charles Babbage
-    assert ("it holds a person as asked (Charles Babbage), said by no other document; its "
-            "sentence says 1 of the 1 words of the relation asked (designed)"
-            ) in conf["reason"]
+    assert ("give Charles Babbage, a person, as the answer, in a sentence saying "
+            "“designed”; no other document confirms it.") in conf["reason"], conf
     declined = query_flow.invoke({"query": question}, context={"max_rounds": 1})
     assert declined["answer_mode"] == "llm" and declined["citations"]
     assert declined["answer_confidence"] == {
-        "label": "none", "reason": "the answer says the knowledge base does not contain the "
-                                   "answer"}
+        "label": "none", "reason": "The answer says the knowledge base does not hold the "
+                                   "answer."}
 
 
 def test_llm_failure_falls_back_without_stack_trace(resources) -> None:

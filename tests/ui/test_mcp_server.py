@@ -85,7 +85,7 @@ def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
             assert out["total"] == out["total_entities"] + out["total_relations"]
             conf = out["confidence"]  # "wrote" is not "write" to the crude stem: medium
             assert conf["label"] == "medium" and conf["reason"].startswith(
-                "the cited evidence names 2 of the question's 2 names (Ada, Lovelace)")
+                "The cited facts name Ada Lovelace"), conf
             assert out["context"].endswith(f"Confidence: {conf['label']} — {conf['reason']}")
             # entity results carry their aliases; an alias finds its entity
             by_alias = await _call(client, "kag_query", {"query": "Augusta Ada King"})
@@ -109,7 +109,7 @@ def test_tools_listed_and_kag_query(seeded_store: KnowledgeStore, db_url: str,
             no_rel = await _call(client, "kag_query", {**anchored, "include_relations": False})
             assert no_rel["relations"] == [] and "## Facts" not in no_rel["context"]
             assert no_rel["confidence"] == {
-                "label": "none", "reason": "the context holds no facts or passages"}
+                "label": "none", "reason": "The context holds no facts or passages."}
             other = await _error(client, "kag_query", {**anchored, "source_id": "elsewhere"})
             assert "no source 'elsewhere'" in other
             same = await _call(client, "kag_query", {**anchored, "source_id": "history"})
