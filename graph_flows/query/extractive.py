@@ -279,11 +279,20 @@ def on_chain(c: Candidate, q: Question, linked: Sequence[frozenset[str]]) -> boo
     question's names (by its words or its topic), or a ``linked`` name (one an earlier pick
     says: the answer, or the bridge that leads to it): it says every word of that name, or
     its topic is mostly that name (a passage titled "Lake District" after "the English Lake
-    District"; not a document title that only holds some of its words). A question that
-    names nothing gives no anchor: any sentence may follow."""
-    if not q.names or c.named & q.names:
+    District"; not a document title that only holds some of its words), or it restates the
+    rest of the question (:func:`_restates`). A question that names nothing gives no
+    anchor: any sentence may follow."""
+    if not q.names or c.named & q.names or _restates(c, q):
         return True
     return any(n <= c.words or _titled(n, c.topic, q) for n in linked)
+
+
+def _restates(c: Candidate, q: Question) -> bool:
+    """Whether the sentence says every other word of the question (its relation and the
+    kind asked): then it is about the asked thing even where it names it by a pronoun or a
+    description ("the company agreed to buy the startup Tidewell" for "Which startup did
+    Quillpoint agree to buy?"). A sentence about another thing rarely restates all of it."""
+    return len(q.other) >= 2 and q.other <= c.words
 
 
 def _titled(name: frozenset[str], topic: frozenset[str], q: Question) -> bool:

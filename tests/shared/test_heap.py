@@ -67,7 +67,10 @@ def test_process_default_resources_freeze_what_is_loaded(
 
 def test_web_ui_resources_freeze_what_is_loaded(
         unfrozen: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    built = SimpleNamespace(store=None, marker=Loaded())
+    built = SimpleNamespace(settings=None, store=None, marker=Loaded())
     monkeypatch.setattr(backend, "build_resources", lambda settings: built)
+    # warming (graph_flows.services.warm, its own tests) loads real models: not this test's
+    monkeypatch.setattr(backend.warm, "warm_models", lambda settings: {})
+    monkeypatch.setattr(backend.warm, "warm_query", lambda resources: {})
     assert backend.open_resources("key") is built
     assert gc.get_freeze_count() > 0 and not tracked(built.marker)
