@@ -150,7 +150,8 @@ def test_ui_chat_and_upload_name(resources: Resources, db_url: str, tmp_path: An
     finally:
         st.cache_resource.clear()
     assert _tracebacks(caplog) == []
-    refused = [r.getMessage() for r in caplog.records if r.name == "ui.web.backend"]
+    refused = [r.getMessage() for r in caplog.records
+               if r.name == "ui.web.backend" and r.levelno >= logging.WARNING]
     assert refused == [f"query refused: {said('query', 0, 13)} (InvalidQueryError)"]
 
 

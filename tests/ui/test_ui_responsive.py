@@ -141,7 +141,9 @@ def test_explore_frame_fits_each_entity_and_its_dialog_fits_the_window(
             small = _explore(page, "pgvector", before="Charles Babbage")
             _shot(page, f"explore-{size['width']}.png")
             for seen in (big, small):  # as tall as the drawing
-                assert abs(seen["frame"] - seen["content"]) <= 2, (big, small)
+                # whole pixels around a drawing of fractional height (the legend line
+                # rounds up), never the last entity's height
+                assert abs(seen["frame"] - seen["content"]) <= 4, (big, small)
             assert small["frame"] != big["frame"], (big, small)  # sized per entity
 
             _explore(page, "Charles Babbage", before="pgvector")
