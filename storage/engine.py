@@ -41,10 +41,14 @@ def mask_password(url: str) -> str:
 
 def make_engine(
     url: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None,
-    pre_ping: bool = True,
+    pre_ping: bool = True, read_only: bool = False,
 ) -> Engine:
-    """A pooled engine; raises :class:`DatabaseUnavailableError` if the server is unreachable."""
+    """A pooled engine; raises :class:`DatabaseUnavailableError` if the server is unreachable.
+    ``read_only``: every transaction is read-only (a read replica's engine: even a replica
+    promoted to primary never takes a write through it)."""
     options = _SESSION_OPTIONS
+    if read_only:
+        options += " -c default_transaction_read_only=on"
     if statement_timeout_ms:
         options += f" -c statement_timeout={int(statement_timeout_ms)}"
     engine = create_engine(
@@ -62,8 +66,9 @@ def make_engine(
         engine.dispose()
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise DatabaseUnavailableError(
-            f"cannot connect to {mask_password(url)}: {reason}; check KRAG_DATABASE_URL "
-            "or unset it to use the embedded Postgres."
+            f"cannot connect to {mask_password(url)}: {reason}; check "
+            + ("KRAG_DATABASE_READ_URL." if read_only else
+               "KRAG_DATABASE_URL or unset it to use the embedded Postgres.")
         ) from None
     _type_unreachable(engine, url)
     event.listen(engine, "begin", _set_access)

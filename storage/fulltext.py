@@ -142,9 +142,14 @@ def ensure_term_stats(conn: Connection, scopes: Sequence[str],
     transaction of its own that this function commits, on a connection with no transaction
     open; returns the scopes rebuilt. A rebuild that fails (e.g. the statement timeout of a
     search connection on a large scope) is logged and rolled back: BM25 then uses the exact
-    per-query statistics for that scope."""
+    per-query statistics for that scope. On a read replica's read-only connection nothing is
+    rebuilt (the primary rebuilds them at its next ingest or query)."""
     stale = stale_term_stats(conn, scopes, max_age_s)
+    read_only = stale and conn.execute(text("SHOW transaction_read_only")).scalar() == "on"
     conn.rollback()
+    if read_only:
+        log.debug("full-text statistics of %s stale; not rebuilt on a read replica", stale)
+        return []
     done = []
     for scope in stale:
         try:

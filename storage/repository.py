@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, event, text
 from sqlalchemy.exc import DBAPIError
 
 from storage import (
@@ -19,6 +19,7 @@ from storage import (
     meta,
     migrate,
     planner_stats,
+    replicas,
     resolution,
     roles,
     scopes,
@@ -61,19 +62,24 @@ class KnowledgeStore:
     """
 
     def __init__(self, engine: Engine, embedding_model: str, embedding_dim: int,
-                 owner_engine: Engine | None = None) -> None:
+                 owner_engine: Engine | None = None,
+                 read_replicas: replicas.ReplicaSet | None = None) -> None:
         self.engine = engine
         self.owner_engine = owner_engine or engine
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
+        self.replicas = read_replicas
         self._search_engines: dict[int, Engine] = {}
+        # a commit on the primary: the session of its context reads its own writes
+        event.listen(engine, "commit", replicas.note_commit)
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
     def open(
         cls, url: str, *, embedding_model: str, embedding_dim: int, pool_size: int = 10,
         statement_timeout_ms: int | None = None, check_embedding: bool = True,
-        owner_url: str | None = None,
+        owner_url: str | None = None, read_urls: Sequence[str] = (),
+        replica_max_lag_s: float = 10.0,
     ) -> KnowledgeStore:
         """Connect, create/upgrade the schema and verify the embedding model matches.
 
@@ -81,7 +87,8 @@ class KnowledgeStore:
         tables' owner, which runs the migrations, grants the application's role its
         privileges and runs the maintenance statements (default: ``url`` itself).
         ``check_embedding=False`` opens a store whose vectors come from another model (only
-        to re-embed it).
+        to re-embed it). ``read_urls``: streaming replicas that serve read-only requests
+        (:mod:`storage.replicas`), skipped when they lag more than ``replica_max_lag_s``.
         """
         engine = make_engine(url, pool_size=pool_size, statement_timeout_ms=statement_timeout_ms)
         owner = None
@@ -96,18 +103,43 @@ class KnowledgeStore:
             if owner is not None:
                 owner.dispose()
             raise
-        return cls(engine, embedding_model, embedding_dim, owner)
+        read = replicas.ReplicaSet(read_urls, engine, max_lag_s=replica_max_lag_s,
+                                   pool_size=pool_size) if read_urls else None
+        return cls(engine, embedding_model, embedding_dim, owner, read)
 
     def close(self) -> None:
+        if self.replicas is not None:
+            self.replicas.close()
         for engine in self._search_engines.values():
             engine.dispose()
         self.engine.dispose()
         if self.owner_engine is not self.engine:
             self.owner_engine.dispose()
 
+    def read_engine(self) -> Engine:
+        """The engine of this request's reads: a read replica's when the request is
+        read-only (:func:`storage.replicas.read_only`) and one is fit to serve it, else the
+        primary's."""
+        replica = replicas.pinned(self.replicas, id(self))
+        return self.engine if replica is None else replica.connect_engine()
+
+    def read_replica(self) -> str | None:
+        """The replica (URL, password hidden) serving this request's reads, or None when
+        the primary serves them (:meth:`read_engine`)."""
+        replica = replicas.pinned(self.replicas, id(self))
+        return None if replica is None else replica.shown
+
+    def replica_report(self) -> list[dict[str, object]]:
+        """Each read replica's state, probed now (``krag doctor``); [] without replicas."""
+        return self.replicas.report() if self.replicas is not None else []
+
     def search_engine(self, timeout_ms: int) -> Engine:
         """A second pool for read-only searches: ``statement_timeout`` set on each connection
-        (no extra round trip per query) and no pre-ping (callers retry a dead connection)."""
+        (no extra round trip per query) and no pre-ping (callers retry a dead connection);
+        a read replica's in a read-only request (:meth:`read_engine`)."""
+        replica = replicas.pinned(self.replicas, id(self))
+        if replica is not None:
+            return replica.search_engine(timeout_ms)
         engine = self._search_engines.get(timeout_ms)
         if engine is None:
             engine = make_engine(
@@ -144,10 +176,10 @@ class KnowledgeStore:
 
     @contextmanager
     def connect(self, *, autocommit: bool = False) -> Iterator[Connection]:
-        """A pooled connection for reads (nothing is committed for the caller);
-        ``autocommit=True`` for maintenance statements (ANALYZE, index builds), made as the
-        tables' owner."""
-        with (self.owner_engine if autocommit else self.engine).connect() as conn:
+        """A pooled connection for reads (nothing is committed for the caller; a read
+        replica's in a read-only request, :meth:`read_engine`); ``autocommit=True`` for
+        maintenance statements (ANALYZE, index builds), made as the tables' owner."""
+        with (self.owner_engine if autocommit else self.read_engine()).connect() as conn:
             if autocommit:
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             yield conn
@@ -231,7 +263,7 @@ class KnowledgeStore:
         return resolution.name_similarities(self.engine, pairs)
 
     def get_entities(self, entity_ids: Sequence[str]) -> list[Entity]:
-        with self.engine.connect() as conn:
+        with self.read_engine().connect() as conn:
             rows = conn.execute(text(
                 "SELECT id, name, type, summary, confidence, scope, aliases FROM entities "
                 "WHERE id = ANY(:ids)"), {"ids": list(entity_ids)}).all()
@@ -247,7 +279,7 @@ class KnowledgeStore:
              WHERE CAST(:s AS text) IS NULL OR d.scope = :s),
           (SELECT count(*) FROM entities e WHERE CAST(:s AS text) IS NULL OR e.scope = :s),
           (SELECT count(*) FROM relations r WHERE CAST(:s AS text) IS NULL OR r.scope = :s)"""
-        with self.engine.connect() as conn:
+        with self.read_engine().connect() as conn:
             d, c, e, r = conn.execute(text(sql), {"s": scope}).one()
         return {"documents": d, "chunks": c, "entities": e, "relations": r}
 
@@ -273,20 +305,20 @@ class KnowledgeStore:
     def source_stats(self, scope: str | None = None, sources: Sequence[str] | None = None
                      ) -> list[stats.SourceStats]:
         """Per (scope, source) statistics; see :func:`storage.stats.source_stats`."""
-        return stats.source_stats(self.engine, scope, sources)
+        return stats.source_stats(self.read_engine(), scope, sources)
 
     def graph_names(self, scope: str) -> tuple[list[str], list[str]]:
         """(entity names, stated relation texts) of a scope; :func:`storage.stats.graph_names`."""
-        return stats.graph_names(self.engine, scope)
+        return stats.graph_names(self.read_engine(), scope)
 
     def embedding_info(self) -> tuple[str | None, int | None]:
         """(model, dimension) of the stored vectors."""
-        return stats.embedding_info(self.engine)
+        return stats.embedding_info(self.read_engine())
 
     def failed_chunks(self, scope: str | None = None, source: str | None = None,
                       limit: int = 20) -> list[tuple[str, str, str]]:
         """(uri, chunk id, error) of failed chunks, most recent first."""
-        return stats.failed_chunks(self.engine, scope, source, limit)
+        return stats.failed_chunks(self.read_engine(), scope, source, limit)
 
     def access_for(self, scope: str) -> access.Access:
         """The access of a request in ``scope``: read it and its ancestors, write it
@@ -295,7 +327,7 @@ class KnowledgeStore:
         scopes.check_name(scope)
         for attempt in range(3):  # a pooled connection that died: retried on a fresh one
             try:
-                with self.engine.connect() as conn:
+                with self.read_engine().connect() as conn:
                     chain = scopes.scope_chain(conn, scope)
                 break
             except DBAPIError as exc:
@@ -305,7 +337,7 @@ class KnowledgeStore:
 
     def held_scopes(self) -> list[str]:
         """Scopes that hold entities (see :func:`storage.scopes.held_scopes`)."""
-        with self.engine.connect() as conn:
+        with self.read_engine().connect() as conn:
             return scopes.held_scopes(conn)
 
     @contextmanager

@@ -52,6 +52,7 @@ from graph_flows.services.kag_args import (
 )
 from graph_flows.services.memory import MAX_RECALL, KnowledgeTools
 from graph_flows.services.tokens import has_active_tokens
+from graph_flows.shared.reads import ReadSession, use_session
 from graph_flows.shared.resources import get_resources
 from ui import mcp_auth
 
@@ -93,16 +94,38 @@ def _shared_args(tool: Tool, args: type[KagQueryArgs]) -> Tool:
 
 
 class _Server(MCPServer):
-    """MCPServer whose argument errors are one line (see :func:`argument_error`)."""
+    """MCPServer whose argument errors are one line (see :func:`argument_error`), and whose
+    tool calls run with their MCP session's :class:`ReadSession` (a session reads its own
+    writes when read replicas serve the reads: graph_flows.shared.reads)."""
 
     def __init__(self, name: str, *, tools: list[Tool], **kwargs: Any) -> None:
         super().__init__(name, tools=tools, **kwargs)
         self._schemas = {t.name: t.parameters for t in tools}
+        self._reads: dict[str, ReadSession] = {}  # per token's client id; "": no token
+
+    def read_session(self, context: Any) -> ReadSession:
+        """The read session of the client behind ``context``: its streamable-HTTP session
+        (``mcp-session-id``), else its verified bearer token, else the server's own (stdio
+        serves one client; an open loopback server's clients share it, so each reads every
+        write made through the server: never staler than asked). The SDK builds a
+        ``ServerSession`` per request; the connection behind it (``_connection``, no public
+        accessor in the pinned SDK) carries the session id and per-connection state."""
+        try:
+            connection = getattr(context.session, "_connection", None)
+        except Exception:  # noqa: BLE001 - no request context: a call made in process
+            connection = None
+        if connection is not None and getattr(connection, "session_id", None):
+            return connection.state.setdefault("krag.read_session", ReadSession())
+        token = get_access_token()
+        if token is not None:
+            return self._reads.setdefault(token.client_id, ReadSession())
+        return self._reads.setdefault("", ReadSession())
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Any = None) -> Any:
         try:
-            return await super().call_tool(name, arguments, context)
+            with use_session(self.read_session(context)):
+                return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
             if type(exc) is ToolError and isinstance(cause, ValidationError):

@@ -33,6 +33,7 @@ from graph_flows.query.nodes import (
 )
 from graph_flows.query.state import QueryInput, QueryOutput, QueryState
 from graph_flows.shared.graph_input import refuse_unknown_keys
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.scoped import scoped_node
 
 
@@ -49,11 +50,12 @@ def after_context(
 
 builder = StateGraph(QueryState, context_schema=QueryContext, input_schema=QueryInput,
                      output_schema=QueryOutput)
-# each node reads and writes the store with its run's scope's access (graph_flows.shared.scoped)
+# each node reads the store with its run's scope's access (graph_flows.shared.scoped), as a
+# read-only request (a read replica may serve it: graph_flows.shared.reads)
 _in_scope = scoped_node(lambda state: state.get("scope"))
 for node in (analyze_query, retrieve_knowledge, assess_evidence, build_context,
              generate_response):
-    builder.add_node(_in_scope(node))
+    builder.add_node(read_only_request(_in_scope(node)))
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")
 builder.add_edge("retrieve_knowledge", "assess_evidence")

@@ -15,6 +15,7 @@ from graph_flows.query import analyze, answer_diagram, confidence, loop, section
 from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.resources import build_resources, get_resources, use_resources
 from graph_flows.shared.scoped import in_scope
 from graph_flows.shared.settings import Settings
@@ -49,6 +50,7 @@ def build_request(
     return payload, context
 
 
+@read_only_request
 def run_query_streaming(
     payload: dict[str, Any], context: dict[str, Any], on_token: Callable[[str], Any],
     on_round: Callable[[dict[str, Any]], Any] | None = None,
@@ -69,6 +71,7 @@ def run_query_streaming(
     return final
 
 
+@read_only_request
 @in_scope
 def ask(
     settings: Settings, question: str, on_token: Callable[[str], Any], *,
@@ -139,6 +142,7 @@ def _check(ok: bool, message: str) -> None:
         raise RequestError(message)
 
 
+@read_only_request
 @in_scope
 def kag_query(
     scope: str, query: str, entities: list[str] | None = None, include_relations: bool = True,

@@ -36,12 +36,15 @@ def run_doctor(settings: Settings) -> DoctorReport:
         f"embedded PostgreSQL in {settings.data_dir.resolve() / 'pg'}")
     report.database["location"] = where
     try:
-        store = open_store(settings)
-        with whole_store_access():  # counts over every scope
-            info = store.server_info()
-            counts = store.counts()
-            bypass = store.rls_bypass()
-        store.close()
+        store = open_store(settings, probe_replicas=False)  # reported below, not logged
+        try:
+            with whole_store_access():  # counts over every scope
+                info = store.server_info()
+                counts = store.counts()
+                bypass = store.rls_bypass()
+            replicas = store.replica_report()
+        finally:
+            store.close()
         report.database.update(
             reachable=True, server_version=info.version, extensions=info.extensions,
             schema_revision=info.schema_revision,
@@ -50,6 +53,8 @@ def run_doctor(settings: Settings) -> DoctorReport:
             "enforced: the application's role is bound by the scope policies" if bypass is None
             else f"NOT enforced: {bypass}; connect KRAG_DATABASE_URL as a role that neither "
             "owns the tables nor bypasses RLS, and give the owner as KRAG_DATABASE_OWNER_URL")
+        if replicas:
+            report.database["read_replicas"] = [replica_line(r) for r in replicas]
     except StorageError as exc:
         log.warning("doctor: database check failed", exc_info=True)
         report.database.update(reachable=False, error=str(exc))
@@ -69,6 +74,18 @@ def run_doctor(settings: Settings) -> DoctorReport:
                    "no-LLM mode: no chat model is reachable (start Ollama, or set "
                    "KRAG_CHAT_MODEL to an OpenAI-compatible model, to enable the LLM)")
     return report
+
+
+def replica_line(state: dict[str, object]) -> str:
+    """One line on a read replica: its state and lag, or why the primary serves instead."""
+    if state["problem"]:
+        return (f"{state['url']}: {state['status']}, skipped (the primary serves): "
+                f"{state['problem']}")
+    paused = ", WAL replay paused" if state["replay_paused"] else ""
+    age = state["last_replayed_commit_age_s"]
+    last = "" if age is None else f", last replayed commit {float(age):.1f} s ago"  # type: ignore[arg-type]
+    return (f"{state['url']}: {state['status']}, lag {float(state['lag_s'] or 0):.1f} s, "  # type: ignore[arg-type]
+            f"{state['behind_bytes'] or 0} bytes behind{paused}{last}")
 
 
 def _masked(url: str) -> str:

@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from graph_flows.shared.control_chars import CONTROL
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.scoped import in_scope
 from storage import KnowledgeStore, search
 from storage.ids import normalize_name
@@ -19,6 +20,7 @@ from storage.scopes import scope_chain
 log = logging.getLogger(__name__)
 
 
+@read_only_request
 @in_scope
 def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10) -> list[Any]:
     """Entities of ``scope`` or its ancestors whose name matches ``term`` (exact, substring,
@@ -38,6 +40,7 @@ def find_entities(store: KnowledgeStore, scope: str, term: str, limit: int = 10)
     return list(seen.values())[:limit]
 
 
+@read_only_request
 @in_scope
 def neighbourhood(store: KnowledgeStore, scope: str, entity_id: str,
                   limit: int = 30) -> dict[str, Any]:

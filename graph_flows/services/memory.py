@@ -23,6 +23,7 @@ from graph_flows.services.errors import RequestError
 from graph_flows.services.records import iso
 from graph_flows.shared.control_chars import control_message
 from graph_flows.shared.dates import DateParseError, parse_date, require_date
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.scoped import scope_access
 from storage import EntityIn, RelationIn, facts, search
@@ -99,6 +100,7 @@ class KnowledgeTools:
         """The scope every tool reads and writes (default: the configured scope)."""
         return self._scope or get_resources().settings.scope
 
+    @read_only_request
     @_tool_scope
     def kag_query(self, query: str, entities: list[str] | None = None,
                   include_relations: bool = True, max_hops: int = 1, limit: int = 20,
@@ -117,6 +119,7 @@ class KnowledgeTools:
                              source_id, recipe, max_rounds)
 
     # -- recall ----------------------------------------------------------------------------
+    @read_only_request
     @_tool_scope
     def recall(self, query: str, limit: int = 10, as_of: str | None = None) -> dict[str, Any]:
         """Facts matching ``query`` (text LIKE + vector), valid now or at ``as_of``."""

@@ -25,6 +25,7 @@ from graph_flows.query.retrieval_base import RECIPES
 from graph_flows.services.errors import RequestError
 from graph_flows.services.scopes import scope_chains
 from graph_flows.shared.dates import DateParseError, require_date
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.scoped import check_scope, in_scope
 from storage import InvalidInputError, links
@@ -90,6 +91,7 @@ def check_scope_known(store: Any, scope: str) -> str:
     return scope
 
 
+@read_only_request
 @in_scope
 def ranked_passages(scope: str, query: str, k: int, *, recipe: str | None = None,
                     max_rounds: int | None = None, as_of: str | None = None,

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from graph_flows.shared import resources as runtime
+from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.scoped import in_scope, scope_access, whole_store_access
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore, search
@@ -38,6 +39,7 @@ class StatusReport:
                 "sources": [asdict(r) for r in self.sources]}
 
 
+@read_only_request
 def status(scope: str | None = None) -> StatusReport:
     """Per source of ``scope`` (all scopes when None): documents, chunks, graph, LLM usage."""
     store = runtime.get_resources().store
@@ -48,12 +50,14 @@ def status(scope: str | None = None) -> StatusReport:
                             store.failed_chunks(scope, limit=SHOWN_FAILED_CHUNKS))
 
 
+@read_only_request
 @in_scope
 def scope_counts(store: KnowledgeStore, scope: str) -> dict[str, int]:
     """Documents, chunks, entities and relations of ``scope`` itself."""
     return store.counts(scope)
 
 
+@read_only_request
 @in_scope
 def fact_documents(store: KnowledgeStore, scope: str, fact_ids: list[str]
                    ) -> dict[str, list[dict[str, str]]]:

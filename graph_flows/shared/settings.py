@@ -44,6 +44,17 @@ class Settings(BaseSettings):
         description="URL of the tables' owner (runs migrations, grants the role of "
         "database_url its privileges). Unset: database_url itself.",
     )
+    database_read_url: str | None = Field(
+        default=None,
+        description="Streaming read replicas of database_url (one URL or several separated "
+        "by commas): they serve read-only requests, writes go to database_url. Unset: the "
+        "primary serves everything.",
+    )
+    replica_max_lag_s: float = Field(
+        default=10.0, gt=0, le=3600,
+        description="A read replica lagging more than this many seconds is skipped (the "
+        "primary serves).",
+    )
     data_dir: Path = Field(
         default=Path(".krag"),
         description="Local state (embedded cluster, UI uploads). Default: .krag/ under the "
@@ -105,6 +116,17 @@ class Settings(BaseSettings):
             raise ValueError("must be a postgresql:// URL (or unset for the embedded Postgres)")
         return v.strip()
 
+    @field_validator("database_read_url")
+    @classmethod
+    def _check_read_urls(cls, v: str | None) -> str | None:
+        if v is None or not v.strip():
+            return None
+        urls = [u.strip() for u in v.split(",") if u.strip()]
+        for url in urls:
+            if urlsplit(url).scheme not in {"postgresql", "postgres", "postgresql+psycopg"}:
+                raise ValueError("must be postgresql:// URLs separated by commas (or unset)")
+        return ",".join(urls)
+
     @property
     def effective_extraction_model(self) -> str:
         return self.extraction_model or self.chat_model
@@ -117,7 +139,7 @@ class Settings(BaseSettings):
             if isinstance(value, SecretStr):
                 value = "****" if value.get_secret_value() else ""
             elif name.endswith("_url") and isinstance(value, str):
-                value = mask_password(value)
+                value = ",".join(mask_password(u) for u in value.split(","))
             out[name] = value
         return out
 

@@ -79,9 +79,10 @@ def compose_command() -> tuple[list[str] | None, str]:
     return None, "no `docker` binary (nor docker-compose v2) on PATH"
 
 
-def compose_config(tmp_path: Path, values: dict[str, str]) -> dict[str, Any]:
+def compose_config(tmp_path: Path, values: dict[str, str],
+                   profiles: tuple[str, ...] = ()) -> dict[str, Any]:
     """``docker compose config --format json`` with ``values`` as the only env file (the
-    developer's shell and .env do not leak in)."""
+    developer's shell and .env do not leak in), with the services of ``profiles`` too."""
     cmd, reason = compose_command()
     if cmd is None:
         print(f"skipping `docker compose config`: {reason}")
@@ -89,9 +90,10 @@ def compose_config(tmp_path: Path, values: dict[str, str]) -> dict[str, Any]:
     env_file = tmp_path / "compose.env"
     env_file.write_text("".join(f"{k}={v}\n" for k, v in values.items()), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KRAG_", "COMPOSE_"))}
-    r = subprocess.run([*cmd, "-f", str(COMPOSE_FILE), "--env-file", str(env_file), "config",
-                        "--format", "json"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=120)
+    chosen = [arg for name in profiles for arg in ("--profile", name)]
+    r = subprocess.run([*cmd, "-f", str(COMPOSE_FILE), "--env-file", str(env_file), *chosen,
+                        "config", "--format", "json"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -174,6 +176,21 @@ def test_postgres_init_sql_is_mounted_and_creates_the_extensions(resolved: dict)
     sql = INITDB_SQL.read_text(encoding="utf-8")
     assert "CREATE EXTENSION IF NOT EXISTS vector;" in sql
     assert "CREATE EXTENSION IF NOT EXISTS pg_trgm;" in sql
+
+
+def test_optional_read_replica_streams_from_postgres(tmp_path: Path, resolved: dict) -> None:
+    assert "postgres-replica" not in resolved["services"]  # only with its profile
+    services = compose_config(tmp_path, {}, profiles=("replica",))["services"]
+    replica, primary = services["postgres-replica"], services["postgres"]
+    assert replica["image"] == primary["image"]
+    assert replica["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert replica["healthcheck"]["test"]
+    assert [p["host_ip"] for p in replica["ports"]] == ["127.0.0.1"]
+    script = " ".join(replica["command"])
+    assert "pg_basebackup -h postgres" in script and " -R " in script
+    assert replica["environment"]["PGPASSWORD"] == primary["environment"]["POSTGRES_PASSWORD"]
+    hba = (INITDB_SQL.parent / "003-replication.sh").read_text(encoding="utf-8")
+    assert "host replication all all scram-sha-256" in hba
 
 
 def test_every_krag_name_in_compose_is_a_setting() -> None:

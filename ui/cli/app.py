@@ -63,6 +63,11 @@ def _root(
 def _print_kv(title: str, values: dict[str, Any]) -> None:
     console.print(f"[bold]{title}[/bold]")
     for key, value in values.items():
+        if isinstance(value, list):  # one line each (the read replicas)
+            for i, line in enumerate(value or ["none"]):
+                console.print(f"  {key if i == 0 else '':<22} {line}", markup=False,
+                              highlight=False)
+            continue
         console.print(f"  {key:<22} {value}", markup=False, highlight=False)
 
 

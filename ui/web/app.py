@@ -15,7 +15,8 @@ if __package__ in (None, "") and str(ROOT) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from ui.web import scroll  # noqa: E402
+from graph_flows.shared.reads import use_session  # noqa: E402
+from ui.web import scroll, state  # noqa: E402
 
 VIEWS = Path(__file__).resolve().parent / "views"
 
@@ -34,10 +35,12 @@ def main() -> None:
     # icons from Streamlit's own Material Symbols font: no emoji font needed
     st.set_page_config(page_icon=":material/hub:", layout="wide")
     st.html(f"<style>{DIALOG_CSS} {FRAME_CSS} {scroll.HIDE_CSS}</style>")
-    st.navigation([
+    page = st.navigation([
         st.Page(VIEWS / "chat.py", title="Chat", icon=":material/chat:", default=True),
         st.Page(VIEWS / "explore.py", title="Explore", icon=":material/hub:"),
-    ]).run()
+    ])
+    with use_session(state.read_session()):  # the page's reads: this session's own writes
+        page.run()
 
 
 main()

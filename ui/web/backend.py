@@ -8,6 +8,7 @@ caller through a queue, so only the script thread ever touches Streamlit.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import re
@@ -22,6 +23,7 @@ from graph_flows.services.errors import first_line, is_user_error, log_failure
 from graph_flows.services.scopes import chain_of  # noqa: F401 - the pages' API
 from graph_flows.services.uploads import check_upload, safe_filename  # noqa: F401 - same
 from graph_flows.shared.heap import freeze_loaded
+from graph_flows.shared.reads import note_write
 from graph_flows.shared.resources import Resources, build_resources, use_resources
 from graph_flows.shared.settings import Settings, load_settings
 
@@ -73,7 +75,9 @@ class QueryRun:
     def tokens(self) -> Iterator[str]:
         """Tokens as the graph streams them (markdown images neutralised)."""
         q: queue.Queue[Any] = queue.Queue()
-        worker = threading.Thread(target=self._work, args=(q,), daemon=True, name="krag-query")
+        # the worker runs in the page's context: its session reads its own writes
+        worker = threading.Thread(target=contextvars.copy_context().run,
+                                  args=(self._work, q), daemon=True, name="krag-query")
         worker.start()
         prev = ""
         while (item := q.get()) is not _DONE:
@@ -140,13 +144,15 @@ def ingest_files(
     def work() -> None:
         try:
             box["out"] = uploads.ingest_uploads(files, scope, resources, on_progress=q.put)
+            note_write()  # written by worker processes too: the session reads the primary
         except Exception as exc:  # noqa: BLE001 - reported as one line
             log_failure(log, "ingest", exc)
             box["error"] = friendly_error(exc)
         finally:
             q.put(_DONE)
 
-    worker = threading.Thread(target=work, daemon=True, name="krag-ingest")
+    worker = threading.Thread(target=contextvars.copy_context().run, args=(work,),
+                              daemon=True, name="krag-ingest")
     worker.start()
     while (snap := q.get()) is not _DONE:
         total = max(snap.get("total", 0), 1)

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+from graph_flows.shared.reads import ReadSession
 from graph_flows.shared.settings import Settings, load_settings
 from ui.web import backend
 
@@ -24,6 +25,12 @@ def _resources(key: str) -> Any:
 def init_session() -> None:
     """History and scope, set once per browser session."""
     st.session_state.setdefault("history", [])
+
+
+def read_session() -> ReadSession:
+    """This browser session's read session: after its upload its reads wait for a read
+    replica to replay it (or go to the primary), other sessions' do not."""
+    return st.session_state.setdefault("read_session", ReadSession())
 
 
 def load() -> tuple[Settings | None, Any, str | None]:
