@@ -332,3 +332,28 @@ def test_a_promoted_replica_never_takes_writes(cluster: Cluster, store: Knowledg
     with pytest.raises(DBAPIError, match="read-only transaction"), \
             store.replicas.replicas[0].connect_engine().begin() as conn:
         conn.execute(text("CREATE TABLE stray (x int)"))
+
+
+def test_read_urls_setting_is_checked_in_one_line() -> None:
+    from graph_flows.shared.settings import SettingsError, load_settings
+    from storage.replicas import split_urls
+
+    two = load_settings(_env_file=None, database_read_url=" postgresql://a@h1/k , "
+                        "postgres://b:pw@h2/k ,")
+    assert split_urls(two.database_read_url) == ["postgresql://a@h1/k", "postgres://b:pw@h2/k"]
+    assert two.masked()["database_read_url"] == "postgresql://a@h1/k,postgres://b:***@h2/k"
+    with pytest.raises(SettingsError) as bad:
+        load_settings(_env_file=None, database_read_url="postgresql://a@h1/k,mysql://h2/k")
+    assert str(bad.value).startswith("KRAG_DATABASE_READ_URL: must be postgresql:// URLs")
+    assert "\n" not in str(bad.value)
+
+
+def test_lag_counts_from_the_first_position_the_replica_has_not_replayed() -> None:
+    from storage.replica_checks import LagClock
+
+    clock = LagClock()
+    assert clock.lag(100, 100, now=0.0) == 0.0  # caught up
+    assert clock.lag(200, 100, now=1.0) == 0.0  # behind since now
+    assert clock.lag(300, 150, now=4.0) == 3.0  # 200 (seen at 1.0) still not replayed
+    assert clock.lag(300, 250, now=5.0) == 1.0  # 300 seen at 4.0 is the oldest left
+    assert clock.lag(300, 300, now=6.0) == 0.0
