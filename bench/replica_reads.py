@@ -9,11 +9,11 @@ On this machine, from the embedded server's own binaries: a primary (an embedded
 a temp dir, database ``kragbench``) with ``--corpus`` ingested by ``krag ingest`` (no LLM),
 and one streaming replica of it (``pg_basebackup -R`` into a second data directory, its own
 port; :mod:`graph_flows.testing.replica`). Then N questions through ``kag_query`` (the MCP
-tool's use case, no LLM, one read session), twice: with the replica as
-``KRAG_DATABASE_READ_URL`` and, for comparison, without it. Around each pass it reads
+tool's use case, no LLM, one read session), twice after a warm-up of three (not counted):
+without a replica, then with it as ``KRAG_DATABASE_READ_URL``. Around each pass it reads
 ``pg_stat_database`` of ``kragbench`` on both servers (transactions, rows returned and
-fetched, buffer hits and reads); the store is closed first, so every backend has flushed its
-counters. Questions: ``question`` of each line of ``--question-file`` (the MuSiQue
+fetched, buffer hits and reads); the store is closed first, so every backend has flushed
+its counters. Questions: ``question`` of each line of ``--question-file`` (the MuSiQue
 ``questions.jsonl`` of the benchdata), else a few about the sample corpus, cycled to N.
 Everything is removed after (``--keep DIR`` keeps the two data directories there).
 """
@@ -129,8 +129,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             replica_db = replica.url(DATABASE)
             out: dict[str, Any] = {"questions": len(asked), "corpus": str(args.corpus),
                                    "commit": _commit(), "load": os.getloadavg()[0]}
-            for name, urls in (("with_replica", [role_url(replica_db, APP_ROLE)]),
-                               ("primary_only", [])):
+            ask_all(app, owner, [], asked[:3])  # warm-up: models loaded, caches filled
+            for name, urls in (("primary_only", []),
+                               ("with_replica", [role_url(replica_db, APP_ROLE)])):
                 before = counters(primary), counters(replica_db)
                 run_info = ask_all(app, owner, urls, asked)
                 after = counters(primary), counters(replica_db)

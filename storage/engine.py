@@ -41,7 +41,7 @@ def mask_password(url: str) -> str:
 
 def make_engine(
     url: str, *, pool_size: int = 10, statement_timeout_ms: int | None = None,
-    pre_ping: bool = True, read_only: bool = False,
+    pre_ping: bool = True, read_only: bool = False, connect_timeout_s: int = 10,
 ) -> Engine:
     """A pooled engine; raises :class:`DatabaseUnavailableError` if the server is unreachable.
     ``read_only``: every transaction is read-only (a read replica's engine: even a replica
@@ -57,7 +57,7 @@ def make_engine(
         max_overflow=pool_size,
         pool_pre_ping=pre_ping,
         pool_timeout=30,
-        connect_args={"options": options, "connect_timeout": 10},
+        connect_args={"options": options, "connect_timeout": connect_timeout_s},
     )
     try:
         with engine.connect() as conn:

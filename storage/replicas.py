@@ -45,6 +45,8 @@ log = logging.getLogger("krag.storage")
 
 RETRY_S = 5.0
 """A replica that was down or unusable is probed again after this many seconds."""
+CONNECT_TIMEOUT_S = 2
+"""A replica that does not answer within this is down (the primary serves meanwhile)."""
 
 
 @dataclass
@@ -111,29 +113,38 @@ class Replica:
     clock: replica_checks.LagClock = field(default_factory=replica_checks.LagClock)
     engine: Engine | None = None
     _search: dict[int, Engine] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def shown(self) -> str:
         return mask_password(self.url)
 
     def connect_engine(self) -> Engine:
-        if self.engine is None:
-            self.engine = make_engine(self.url, pool_size=self.pool_size, read_only=True)
-        return self.engine
+        """The replica's pool (made on first use: read-only transactions)."""
+        with self._lock:
+            if self.engine is None:
+                self.engine = make_engine(self.url, pool_size=self.pool_size, read_only=True,
+                                          connect_timeout_s=CONNECT_TIMEOUT_S)
+            return self.engine
 
     def search_engine(self, timeout_ms: int) -> Engine:
-        engine = self._search.get(timeout_ms)
-        if engine is None:
-            engine = make_engine(self.url, pool_size=self.pool_size, read_only=True,
-                                 statement_timeout_ms=timeout_ms, pre_ping=False)
-            self._search[timeout_ms] = engine
-        return engine
+        """Its pool for searches (``statement_timeout``, no pre-ping), as the primary's."""
+        with self._lock:
+            engine = self._search.get(timeout_ms)
+            if engine is None:
+                engine = make_engine(self.url, pool_size=self.pool_size, read_only=True,
+                                     statement_timeout_ms=timeout_ms, pre_ping=False,
+                                     connect_timeout_s=CONNECT_TIMEOUT_S)
+                self._search[timeout_ms] = engine
+            return engine
 
     def dispose(self) -> None:
-        for engine in [self.engine, *self._search.values()]:
+        """Close its pools (a down replica's: the next use connects anew)."""
+        with self._lock:
+            engines, self.engine, self._search = [self.engine, *self._search.values()], None, {}
+        for engine in engines:
             if engine is not None:
                 engine.dispose()
-        self.engine, self._search = None, {}
 
 
 class ReplicaSet:
