@@ -180,16 +180,17 @@ class ReplicaSet:
         return None
 
     def probe(self, replica: Replica, session_lsn: str | None = None,
-              *, force: bool = False) -> replica_checks.ReplicaState:
+              *, force: bool = False, quiet: bool = False) -> replica_checks.ReplicaState:
         """Probe ``replica`` (a failed one at most every :data:`RETRY_S` s unless
-        ``force``); logs one line when its state changes."""
+        ``force``); logs one line when its state changes (unless ``quiet``: the caller
+        shows it)."""
         last = replica.state
         if (not force and last is not None and not last.usable
                 and time.monotonic() - replica.probed_at < RETRY_S):
             return last
         state = self._probe(replica, session_lsn)
         replica.state, replica.probed_at = state, time.monotonic()
-        if last is None or state.problem != last.problem:
+        if not quiet and (last is None or state.problem != last.problem):
             if state.problem:
                 log.warning("read replica %s skipped, the primary serves its reads: %s",
                             replica.shown, state.problem)
@@ -213,9 +214,9 @@ class ReplicaSet:
             return replica_checks.ReplicaState.down(
                 f"unreachable ({reason[0] if reason else type(exc).__name__})")
 
-    def report(self) -> list[dict[str, object]]:
-        """Each replica's state after a fresh probe (``krag doctor``)."""
-        return [{"url": r.shown, **self.probe(r, force=True).as_dict()}
+    def report(self, *, quiet: bool = False) -> list[dict[str, object]]:
+        """Each replica's state after a fresh probe (``krag doctor``: ``quiet``)."""
+        return [{"url": r.shown, **self.probe(r, force=True, quiet=quiet).as_dict()}
                 for r in self.replicas]
 
     def close(self) -> None:

@@ -129,9 +129,10 @@ class KnowledgeStore:
         replica = replicas.pinned(self.replicas, id(self))
         return None if replica is None else replica.shown
 
-    def replica_report(self) -> list[dict[str, object]]:
-        """Each read replica's state, probed now (``krag doctor``); [] without replicas."""
-        return self.replicas.report() if self.replicas is not None else []
+    def replica_report(self, *, quiet: bool = False) -> list[dict[str, object]]:
+        """Each read replica's state, probed now, a warning line for each that cannot serve
+        unless ``quiet`` (``krag doctor`` shows them itself); [] without replicas."""
+        return self.replicas.report(quiet=quiet) if self.replicas is not None else []
 
     def search_engine(self, timeout_ms: int) -> Engine:
         """A second pool for read-only searches: ``statement_timeout`` set on each connection

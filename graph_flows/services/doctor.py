@@ -42,7 +42,7 @@ def run_doctor(settings: Settings) -> DoctorReport:
                 info = store.server_info()
                 counts = store.counts()
                 bypass = store.rls_bypass()
-            replicas = store.replica_report()
+            replicas = store.replica_report(quiet=True)
         finally:
             store.close()
         report.database.update(

@@ -299,6 +299,26 @@ def test_a_replica_of_another_cluster_is_one_line(
     assert len(_replica_warnings(caplog)) == 1
 
 
+@pytest.mark.slow
+def test_cli_says_a_bad_read_url_in_one_line_and_still_answers(
+        cluster: Cluster, store: KnowledgeStore, tmp_path: Path) -> None:
+    scope = _seeded(cluster, store)
+    env = krag_env(cluster.app_url, tmp_path) | {
+        "KRAG_DATABASE_OWNER_URL": cluster.owner_url, "KRAG_DATABASE_READ_URL": cluster.app_url}
+    (tmp_path / "krag").mkdir()
+    status = subprocess.run([sys.executable, "-m", "ui.cli.app", "status", "--scope", scope],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert status.returncode == 0, status.stderr
+    lines = [ln for ln in status.stderr.splitlines() if "read replica" in ln]
+    assert len(lines) == 1 and "skipped" in lines[0] and "the primary itself" in lines[0]
+    assert "history" in status.stdout  # the source, read from the primary
+    doctor = subprocess.run([sys.executable, "-m", "ui.cli.app", "doctor"], env=env,
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    shown = [ln for ln in doctor.stdout.splitlines() if "skipped (the primary serves)" in ln]
+    assert len(shown) == 1 and "read_replicas" in shown[0], doctor.stdout
+    assert "read replica" not in doctor.stderr  # said once, in the report
+
+
 def test_doctor_shows_each_replica(cluster: Cluster, store: KnowledgeStore) -> None:
     from graph_flows.services.doctor import run_doctor
 
