@@ -156,7 +156,6 @@ class ReplicaSet:
         self.max_lag_s = max_lag_s
         self.replicas = [Replica(u, pool_size) for u in urls]
         self._next = itertools.count()
-        self._lock = threading.Lock()
         self._primary_id: str | None = None
 
     def primary_id(self) -> str:
@@ -166,20 +165,22 @@ class ReplicaSet:
         return self._primary_id
 
     def choose(self, session: ReadSession | None) -> Replica | None:
-        """A replica fit to serve this session's read now, or None (the primary serves)."""
+        """A replica fit to serve this session's read now, or None (the primary serves).
+        The primary's WAL position is read first: a primary that cannot be reached raises
+        its own one-line :class:`DatabaseUnavailableError`, never blamed on a replica."""
+        primary_at = replica_checks.primary_lsn(self.primary)
         if session is not None and session.wrote:
-            session.wrote = False
-            session.write_lsn = replica_checks.primary_lsn(self.primary)
+            session.write_lsn, session.wrote = primary_at, False
         start = next(self._next)
         n = len(self.replicas)
         for i in range(n):
             replica = self.replicas[(start + i) % n]
-            state = self.probe(replica, session.write_lsn if session else None)
+            state = self.probe(replica, primary_at, session.write_lsn if session else None)
             if state.usable and state.has_session_writes:
                 return replica
         return None
 
-    def probe(self, replica: Replica, session_lsn: str | None = None,
+    def probe(self, replica: Replica, primary_at: str, session_lsn: str | None = None,
               *, force: bool = False, quiet: bool = False) -> replica_checks.ReplicaState:
         """Probe ``replica`` (a failed one at most every :data:`RETRY_S` s unless
         ``force``); logs one line when its state changes (unless ``quiet``: the caller
@@ -188,7 +189,7 @@ class ReplicaSet:
         if (not force and last is not None and not last.usable
                 and time.monotonic() - replica.probed_at < RETRY_S):
             return last
-        state = self._probe(replica, session_lsn)
+        state = self._probe(replica, primary_at, session_lsn)
         replica.state, replica.probed_at = state, time.monotonic()
         if not quiet and (last is None or state.problem != last.problem):
             if state.problem:
@@ -198,11 +199,12 @@ class ReplicaSet:
                 log.warning("read replica %s serves reads again", replica.shown)
         return state
 
-    def _probe(self, replica: Replica, session_lsn: str | None) -> replica_checks.ReplicaState:
+    def _probe(self, replica: Replica, primary_at: str,
+               session_lsn: str | None) -> replica_checks.ReplicaState:
+        primary_id = self.primary_id()
         try:
-            primary_lsn = replica_checks.primary_lsn(self.primary)
             engine = replica.connect_engine()
-            return replica_checks.probe(engine, self.primary_id(), primary_lsn, session_lsn,
+            return replica_checks.probe(engine, primary_id, primary_at, session_lsn,
                                         self.max_lag_s, replica.clock)
         except DatabaseUnavailableError as exc:
             replica.dispose()
@@ -216,7 +218,8 @@ class ReplicaSet:
 
     def report(self, *, quiet: bool = False) -> list[dict[str, object]]:
         """Each replica's state after a fresh probe (``krag doctor``: ``quiet``)."""
-        return [{"url": r.shown, **self.probe(r, force=True, quiet=quiet).as_dict()}
+        primary_at = replica_checks.primary_lsn(self.primary)
+        return [{"url": r.shown, **self.probe(r, primary_at, force=True, quiet=quiet).as_dict()}
                 for r in self.replicas]
 
     def close(self) -> None:
