@@ -129,14 +129,15 @@ def fits(text: str, label: str, kind: str, prep: str = "") -> bool:
     return not (kind == "person" and label == "ORG" and prep in LOCATIVE)
 
 
-def unambiguous(text: str, label: str, kind: str) -> bool:
+def unambiguous(text: str, label: str, kind: str, stated: bool = False) -> bool:
     """Whether a mention of ``kind`` (:func:`fits`) is one without doubt, as a ``high``
-    label needs: "who" asks for a person, and an organisation answers it only where
-    organisations act ("who published ..."), which a label cannot tell apart (spaCy's
-    ``ORG`` also holds capitalised spans it cannot place: "the Hot Country Songs"); a date
-    is a year, a month or more, not a bare one- or two-digit number (the "17" of "State
-    Route 17")."""
-    if kind == "person" and label == "ORG":
+    label needs. A date is a year, a month or more, not a bare one- or two-digit number
+    (the "17" of "State Route 17"). "Who" asks for a person; an organisation answers it
+    where organisations act ("who acquired ..."): only when its sentence states the asked
+    relation (``stated``), which says what kind of doer answers. Reached otherwise (through
+    a bridge) its type alone must say it, and spaCy's ``ORG`` also holds capitalised spans
+    it cannot place ("the Hot Country Songs")."""
+    if kind == "person" and label == "ORG" and not stated:
         return False
     return not (kind == "date" and _BARE.match(text))
 

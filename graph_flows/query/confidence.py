@@ -29,10 +29,11 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
 thing of the asked kind); "high" asks for evidence about every asked thing and for the
 answer to reach a candidate, directly (its sentence states the relation asked and another
 document says the same candidate) or through a bridge, a candidate of no doubt: of the
-kind asked by its type (a person, not an organisation, to "who"; a date, not a bare "17",
-to "when") and not a fuller form of a name the question asks about. Measured on the shared
-MuSiQue questions, both halves, and on held-out prose in HISTORY: confidence.md. The query loop's
-stop reason was no signal (HISTORY: confidence.md). The reason is one plain sentence
+kind asked by its type (a person, not an organisation, reached through a bridge to "who";
+a date, not a bare "17", to "when") and not a fuller form of a name the question asks
+about. Measured on the shared MuSiQue questions, both halves, and on held-out prose in
+HISTORY: confidence.md. The query loop's stop reason was no signal (HISTORY:
+confidence.md). The reason is one plain sentence
 (:mod:`plain_reason`): what the evidence covers and what it lacks.
 """
 
@@ -293,8 +294,8 @@ def label(s: Signals) -> str:
     relation outside its main clause, through a bridge (a later sentence about a thing an
     earlier one introduced adds a candidate: :func:`chain`; to a question without a nested
     relation a later sentence only adds more); the mention reached must be unambiguous
-    (:func:`answer_kind.unambiguous`: a person to "who", a date with a year or month to
-    "when") and must not repeat a word of the question's names (:func:`repeats`);
+    (:func:`answer_kind.unambiguous`: a person to "who" through a bridge, a date with a
+    year or month to "when") and must not repeat a word of the question's names (:func:`repeats`);
     "medium": the rest."""
     if s.declined or (s.names_asked and not s.names) or not s.covered:
         return "none"
@@ -302,7 +303,7 @@ def label(s: Signals) -> str:
         return "low"
     nested = s.main_asked < s.predicate_asked  # a relation on the way: a bridge is needed
     direct = s.main_said and s.agree and not s.candidate_repeats and answer_kind.unambiguous(
-        s.candidate, s.candidate_label, s.kind)
+        s.candidate, s.candidate_label, s.kind, stated=True)
     bridged = s.reached and nested and not s.reached_repeats and answer_kind.unambiguous(
         s.reached, s.reached_label, s.kind)
     if s.names == s.names_asked and (direct or bridged):

@@ -221,21 +221,22 @@ def test_a_nested_relation_is_no_answer_but_a_bridge_past_it_is() -> None:
     assert missing["label"] == "medium", missing
 
 
-def test_who_is_high_only_for_a_person() -> None:
-    # an organisation is a candidate for "who" (medium) but not an unambiguous one: spaCy's
-    # ORG also holds spans it cannot place ("the Hot Country Songs")
-    person = Signals(covered=3, names=1, names_asked=1, predicate_asked=1, main_asked=1,
-                     main_said=1, kind="person", candidate="Ada Brook", agree=1,
-                     candidate_label="PERSON")
+def test_who_reached_through_a_bridge_is_high_only_for_a_person() -> None:
+    # an organisation answers "who" where its sentence states the asked act ("Brightmoor
+    # acquired ..."); reached through a bridge only its type speaks, and spaCy's ORG also
+    # holds spans it cannot place ("the Hot Country Songs")
+    person = Signals(covered=3, names=1, names_asked=1, predicate_asked=2, main_asked=1,
+                     main_said=0, kind="person", candidate="Kansas", agree=0,
+                     bridge="Kansas", reached="Ada Brook", reached_label="PERSON")
     assert confidence.label(person) == "high"
-    org = replace(person, candidate="the Norvale Trading Company", candidate_label="ORG")
+    org = replace(person, reached="the Hot Country Songs", reached_label="ORG")
     assert confidence.label(org) == "medium"
-    bridged = replace(person, main_said=0, predicate_asked=2, bridge="Kansas",
-                      reached="Kobach", reached_label="ORG")
-    assert confidence.label(bridged) == "medium"
-    assert confidence.label(replace(bridged, reached_label="PERSON")) == "high"
-    # a name question may still be answered by an organisation
-    assert confidence.label(replace(org, kind="name")) == "high"
+    assert confidence.label(replace(org, kind="name")) == "high"  # a name may be one
+    stated = replace(org, main_said=1, agree=1, candidate="Brightmoor Software",
+                     candidate_label="ORG")
+    assert confidence.label(stated) == "high"
+    assert not answer_kind.unambiguous("Brightmoor Software", "ORG", "person")
+    assert answer_kind.unambiguous("Brightmoor Software", "ORG", "person", stated=True)
 
 
 def test_a_bare_one_or_two_digit_number_is_no_date_for_high() -> None:
