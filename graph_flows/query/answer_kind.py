@@ -47,6 +47,7 @@ LOCATIVE = frozenset({"at", "in", "near", "within", "inside", "outside", "across
 not who did it ("he started the project at the University of California")."""
 _DURATION = re.compile(r"\b(?:second|minute|hour|day|week|month|year|decade|centur)", re.I)
 _YEAR = re.compile(r"^\s*(?:in\s+)?[12]\d{3}\s*$")
+_BARE = re.compile(r"^\s*\d{1,2}\s*$")
 
 
 class Mention(NamedTuple):
@@ -126,6 +127,19 @@ def fits(text: str, label: str, kind: str, prep: str = "") -> bool:
     if kind == "number" and label in ("DATE", "TIME"):
         return bool(_DURATION.search(text)) and not _YEAR.match(text)
     return not (kind == "person" and label == "ORG" and prep in LOCATIVE)
+
+
+def unambiguous(text: str, label: str, kind: str, stated: bool = False) -> bool:
+    """Whether a mention of ``kind`` (:func:`fits`) is one without doubt, as a ``high``
+    label needs. A date is a year, a month or more, not a bare one- or two-digit number
+    (the "17" of "State Route 17"). "Who" asks for a person; an organisation answers it
+    where organisations act ("who acquired ..."): only when its sentence states the asked
+    relation (``stated``), which says what kind of doer answers. Reached otherwise (through
+    a bridge) its type alone must say it, and spaCy's ``ORG`` also holds capitalised spans
+    it cannot place ("the Hot Country Songs")."""
+    if kind == "person" and label == "ORG" and not stated:
+        return False
+    return not (kind == "date" and _BARE.match(text))
 
 
 def mentions(sentence: str, kind: str) -> tuple[str, ...]:

@@ -28,9 +28,12 @@ The label is read from a few signals of the answer and what it cites (:class:`Si
 "low" are necessary conditions of a right answer failing (about the asked things, holding a
 thing of the asked kind); "high" asks for evidence about every asked thing and for the
 answer to reach a candidate, directly (its sentence states the relation asked and another
-document says the same candidate) or through a bridge. Measured on the shared MuSiQue
-questions, both halves, and on held-out prose in HISTORY: confidence.md. The query loop's
-stop reason was no signal (HISTORY: confidence.md). The reason is one plain sentence
+document says the same candidate) or through a bridge, a candidate of no doubt: of the
+kind asked by its type (a person, not an organisation, reached through a bridge to "who";
+a date, not a bare "17", to "when") and not a fuller form of a name the question asks
+about. Measured on the shared MuSiQue questions, both halves, and on held-out prose in
+HISTORY: confidence.md. The query loop's stop reason was no signal (HISTORY:
+confidence.md). The reason is one plain sentence
 (:mod:`plain_reason`): what the evidence covers and what it lacks.
 """
 
@@ -95,6 +98,10 @@ class Signals:
     """The candidate's entity type (spaCy's label: ``PERSON``, ``ORG``, ``DATE`` ...)."""
     reached_label: str = ""
     """The entity type of ``reached``."""
+    candidate_repeats: bool = False
+    """The candidate repeats a word of one of the question's names (:func:`repeats`)."""
+    reached_repeats: bool = False
+    """``reached`` repeats a word of one of the question's names."""
     pronoun: str = ""
     """A personal pronoun standing where the answer should be in an answer sentence ("he"
     in "In 1986 he started ..." to "Who started ...?"; :mod:`answer_slot`): that sentence
@@ -190,6 +197,14 @@ def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
     return "", _NONE
 
 
+def repeats(mention: str, q: extractive.Question) -> bool:
+    """Whether ``mention`` says a word (of two letters or more) of one of the question's
+    names: "Jarvis Wesson" to a question about Barry Wesson, read from "Barry Jarvis Wesson
+    (born 1977) ..."; it may be the asked thing under a fuller name (:func:`new` already
+    refuses the same name with an initial added)."""
+    return any(len(w) > 1 and w in q.names for w in extractive.terms(mention))
+
+
 def new(words: set[str] | frozenset[str], q: extractive.Question) -> bool:
     """Whether a mention adds a word (of two letters or more) the question does not hold:
     "Edgar F. Codd" is no answer to a question naming Edgar Codd."""
@@ -261,6 +276,7 @@ def _read(q: extractive.Question, query: str, text: str, cited: Sequence[dict[st
         reached=reached.text,
         declined=bool(_DECLINED.search(text)) if declined is None else declined,
         candidate_label=cand.label, reached_label=reached.label,
+        candidate_repeats=repeats(cand.text, q), reached_repeats=repeats(reached.text, q),
         pronoun=before[0] if before else "")
     return signals, plain_reason.Read(query, q, q.all & found, main, main_said, cited)
 
@@ -277,14 +293,20 @@ def label(s: Signals) -> str:
     main clause and another document says the same candidate) or, when the question nests a
     relation outside its main clause, through a bridge (a later sentence about a thing an
     earlier one introduced adds a candidate: :func:`chain`; to a question without a nested
-    relation a later sentence only adds more);
+    relation a later sentence only adds more); the mention reached must be unambiguous
+    (:func:`answer_kind.unambiguous`: a person to "who" through a bridge, a date with a
+    year or month to "when") and must not repeat a word of the question's names (:func:`repeats`);
     "medium": the rest."""
     if s.declined or (s.names_asked and not s.names) or not s.covered:
         return "none"
     if not s.candidate or 2 * s.names < s.names_asked:
         return "low"
     nested = s.main_asked < s.predicate_asked  # a relation on the way: a bridge is needed
-    if s.names == s.names_asked and ((s.main_said and s.agree) or (s.reached and nested)):
+    direct = s.main_said and s.agree and not s.candidate_repeats and answer_kind.unambiguous(
+        s.candidate, s.candidate_label, s.kind, stated=True)
+    bridged = s.reached and nested and not s.reached_repeats and answer_kind.unambiguous(
+        s.reached, s.reached_label, s.kind)
+    if s.names == s.names_asked and (direct or bridged):
         return "high"
     return "medium"
 

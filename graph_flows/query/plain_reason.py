@@ -67,6 +67,10 @@ class Signals(Protocol):
     def reached_label(self) -> str: ...
     @property
     def pronoun(self) -> str: ...
+    @property
+    def candidate_repeats(self) -> bool: ...
+    @property
+    def reached_repeats(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,8 @@ def _parts(s: Signals, r: Read, src: str, missing: list[str]) -> list[str]:
     then = f"{_comma(missing)} and " if named else " "
     if s.reached and s.main_asked < s.predicate_asked and not direct:  # the bridge decides
         return [*head, f"{then}{v('lead')} through {tidy(s.bridge)} to "
-                f"{tidy(s.reached)}", _type(s, s.reached_label).rstrip(","), "", "", "."]
+                f"{tidy(s.reached)}", _type(s, s.reached_label).rstrip(","), "", "",
+                _fuller(r, s.reached) if s.reached_repeats else "."]
     relation = ""
     if r.main:
         relation = (f", in a sentence saying {_and(_quoted(r.q, r.said))}" if r.said
@@ -126,7 +131,16 @@ def _parts(s: Signals, r: Read, src: str, missing: list[str]) -> list[str]:
              f"; {_COUNTS[s.agree]}" if s.agree < len(_COUNTS)
              else f"; {s.agree} other documents agree")
     return [*head, f"{then}{v('give')} {tidy(s.candidate)}",
-            _type(s, s.candidate_label) + " as the answer", relation, agree, "."]
+            _type(s, s.candidate_label) + " as the answer", relation, agree,
+            _fuller(r, s.candidate) if s.candidate_repeats else "."]
+
+
+def _fuller(r: Read, mention: str) -> str:
+    """The end of a reason whose answer repeats a word of a name the question asks about:
+    "; it may be Barry Wesson under a fuller name." """
+    shared = r.q.names & extractive.terms(mention)
+    asked = [p for p in phrases(r.query, r.q.names) if extractive.terms(p) & shared]
+    return f"; it may be {asked[0] if asked else 'a name asked'} under a fuller name."
 
 
 def _verbs(src: str) -> Callable[[str], str]:

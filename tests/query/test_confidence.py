@@ -219,3 +219,46 @@ def test_a_nested_relation_is_no_answer_but_a_bridge_past_it_is() -> None:
     missing = _assess("Who is the spouse of the director of Jump for Glory in Ohio?", text,
                       _cite(lead, later))
     assert missing["label"] == "medium", missing
+
+
+def test_who_reached_through_a_bridge_is_high_only_for_a_person() -> None:
+    # an organisation answers "who" where its sentence states the asked act ("Brightmoor
+    # acquired ..."); reached through a bridge only its type speaks, and spaCy's ORG also
+    # holds spans it cannot place ("the Hot Country Songs")
+    person = Signals(covered=3, names=1, names_asked=1, predicate_asked=2, main_asked=1,
+                     main_said=0, kind="person", candidate="Kansas", agree=0,
+                     bridge="Kansas", reached="Ada Brook", reached_label="PERSON")
+    assert confidence.label(person) == "high"
+    org = replace(person, reached="the Hot Country Songs", reached_label="ORG")
+    assert confidence.label(org) == "medium"
+    assert confidence.label(replace(org, kind="name")) == "high"  # a name may be one
+    stated = replace(org, main_said=1, agree=1, candidate="Brightmoor Software",
+                     candidate_label="ORG")
+    assert confidence.label(stated) == "high"
+    assert not answer_kind.unambiguous("Brightmoor Software", "ORG", "person")
+    assert answer_kind.unambiguous("Brightmoor Software", "ORG", "person", stated=True)
+
+
+def test_a_bare_one_or_two_digit_number_is_no_date_for_high() -> None:
+    # spaCy tags the "17" of "State Route 17" as a date
+    road = Signals(covered=3, names=1, names_asked=1, predicate_asked=2, main_asked=2,
+                   main_said=1, kind="date", candidate="17", agree=1, candidate_label="DATE")
+    assert confidence.label(road) == "medium"
+    for date in ("1817", "December 10, 1817", "the 1990s", "17 May"):
+        assert confidence.label(replace(road, candidate=date)) == "high", date
+
+
+def test_an_answer_repeating_a_word_of_an_asked_name_is_not_high() -> None:
+    q = extractive.question("Who did Ada Brook's team play in the final?")
+    assert confidence.repeats("Lynn Brook", q)  # read from "Ada Lynn Brook (born 1970)"
+    assert not confidence.repeats("Norvale Rovers", q)
+    said = Signals(covered=3, names=2, names_asked=2, predicate_asked=1, main_asked=1,
+                   main_said=1, kind="person", candidate="Norvale Rovers", agree=1,
+                   candidate_label="PERSON")
+    assert confidence.label(said) == "high"
+    assert confidence.label(replace(said, candidate="Lynn Brook",
+                                    candidate_repeats=True)) == "medium"
+    bridged = replace(said, main_said=0, predicate_asked=2, bridge="Norvale",
+                      reached="Lynn Brook", reached_label="PERSON", reached_repeats=True)
+    assert confidence.label(bridged) == "medium"
+    assert confidence.label(replace(bridged, reached_repeats=False)) == "high"

@@ -164,3 +164,18 @@ def test_names_are_shown_as_the_question_writes_them() -> None:
         "Abshir Ata Waterfall")
     assert plain_reason.tidy("the Opposition (Jamaica") == "the Opposition"
     assert plain_reason.tidy("G. Stanley Hall's") == "G. Stanley Hall"
+
+
+def test_the_reason_says_an_answer_may_be_the_asked_name_itself() -> None:
+    query = "Who coached Ada Brook?"
+    said = "Ada Brook Ada Lynn Brook (born 1970) was coached by Lynn Brook."
+    q = extractive.question(query)
+    s = confidence.Signals(covered=3, names=2, names_asked=2, predicate_asked=1,
+                           main_asked=1, main_said=1, kind="person", candidate="Lynn Brook",
+                           agree=1, candidate_label="PERSON", candidate_repeats=True)
+    read = plain_reason.Read(query, q, q.names, frozenset({"coach"}), frozenset({"coach"}),
+                             _passages(said))
+    reason = confidence.reason(s, read)
+    assert confidence.label(s) == "medium"
+    assert reason.endswith("; it may be Ada Brook under a fuller name."), reason
+    assert len(reason.split()) <= plain_reason.MAX_WORDS, reason
