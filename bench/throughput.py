@@ -27,7 +27,8 @@ CPU per question: the server process tree's user+system time (psutil), and Postg
 the backends whose ``application_name`` is the server's (``PGAPPNAME`` set per server; their
 ``/proc`` CPU time sampled every 0.25 s, so a backend that ends mid-run keeps its last
 sample), each divided by the questions answered. ``load``: the mean 1-minute load average
-during the cell. ``errors``: failed calls (tool errors, HTTP errors, exceptions).
+during the cell. ``errors``: failed calls (tool errors, HTTP errors, exceptions), the first
+one's reason in ``first_error``.
 
 Appends one row per cell and checkout to ``--out`` (a JSON list; rows of the same graph,
 transport, rounds, clients and code are replaced).
@@ -214,9 +215,11 @@ async def langgraph_client(stack: AsyncExitStack, url: str, rounds: str) -> Ask:
 
 
 async def drive(server: Server, questions: list[str], clients: int, rounds: str,
-                seconds: float, mark: Callable[[], None]) -> tuple[list[float], int, float]:
+                seconds: float, mark: Callable[[], None],
+                failures: list[str] | None = None) -> tuple[list[float], int, float]:
     """Run ``clients`` clients for ``seconds`` after one warm-up question each, calling
-    ``mark`` between the two: (latencies ms, errors, wall seconds)."""
+    ``mark`` between the two: (latencies ms, errors, wall seconds); ``failures`` gets each
+    failed call's reason."""
     make = mcp_client if server.transport == "mcp" else langgraph_client
     latencies: list[float] = []
     errors = [0]
@@ -235,12 +238,15 @@ async def drive(server: Server, questions: list[str], clients: int, rounds: str,
                 t0 = time.perf_counter()
                 try:
                     ok = await ask(q)
-                except Exception:  # noqa: BLE001 - counted as an error, the run goes on
-                    ok = False
+                    why = "" if ok else "tool error or HTTP error"
+                except Exception as exc:  # noqa: BLE001 - counted as an error, the run goes on
+                    ok, why = False, f"{type(exc).__name__}: {exc}"[:300]
                 if ok:
                     latencies.append((time.perf_counter() - t0) * 1000)
                 else:
                     errors[0] += 1
+                    if failures is not None:
+                        failures.append(why)
 
         await asyncio.gather(*(loop(n, a) for n, a in enumerate(asks)))
         wall = time.perf_counter() - start
@@ -273,8 +279,9 @@ def measure(server: Server, admin_url: str, questions: list[str], clients: int, 
             loads.append(os.getloadavg()[0])
 
     threading.Thread(target=load_sampler, daemon=True).start()
+    failures: list[str] = []
     latencies, errors, wall = asyncio.run(
-        drive(server, questions, clients, rounds, seconds, mark))
+        drive(server, questions, clients, rounds, seconds, mark, failures))
     proc1 = sampler.process_cpu()
     sampler.stop.set()
     watcher.join()
@@ -289,7 +296,8 @@ def measure(server: Server, admin_url: str, questions: list[str], clients: int, 
         "p50_ms": pct(latencies, 0.5), "p95_ms": pct(latencies, 0.95),
         "cpu_ms_per_question": {"process": round((proc1 - start["process"]) * 1000 / n, 1),
                                 "postgres": round(pg * 1000 / n, 1)},
-        "errors": errors, "questions": len(latencies), "seconds": round(wall, 1),
+        "errors": errors, "first_error": failures[0] if failures else "",
+        "questions": len(latencies), "seconds": round(wall, 1),
         "commit": server.commit,
         "load": round(sum(loads) / len(loads), 2) if loads else round(os.getloadavg()[0], 2),
     }
