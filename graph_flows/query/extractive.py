@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property, lru_cache
 from typing import Any
 
 from graph_flows.query import answer_kind
@@ -60,10 +61,12 @@ _KIND = re.compile(r"\b(?:which|what|how many|how much)\s+([^\W\d_]+)"
 _NUMBER_CUES = re.compile(r"^\s*(when|how (many|much|old|long)|in what year|what year)\b", re.I)
 
 
+@lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A crude English stem: a lower-case word without its inflection (-ing, -ed, -s, -es,
     -ied/-ies as -y, a final -e), cut to :data:`STEM` letters: use/uses/used/using -> "us",
-    founded/founder/founding -> "found", studied/study -> "study"."""
+    founded/founder/founding -> "found", studied/study -> "study". Cached (a pure function
+    of the word; a question's answer stems ~3,000 words, most of them seen before)."""
     w = word.lower()
     for suffix, keep, instead in (("ied", 2, "y"), ("ies", 2, "y"), ("ing", 2, ""),
                                   ("ed", 2, ""), ("es", 3, ""), ("s", 3, "")):
@@ -161,9 +164,10 @@ class Candidate:
         """What the sentence is read as saying: its words and its topic's."""
         return self.words | self.topic
 
-    @property
+    @cached_property
     def named(self) -> frozenset[str]:
-        """The names it reads: its capitalised words and numbers, and its topic."""
+        """The names it reads: its capitalised words and numbers, and its topic (read once
+        per candidate: the picks ask again for every sentence chosen)."""
         return self.topic | frozenset(
             stem(w) for w in _WORD.findall(self.sentence)
             if (w[0].isupper() or w[0].isdigit()) and w.lower() not in _STOP)

@@ -21,6 +21,7 @@ from graph_flows.query import (
     analyze,
     answer,
     answer_diagram,
+    answer_kind,
     confidence,
     extractive,
     follow_up,
@@ -310,7 +311,12 @@ def build_context(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str
 def generate_response(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     """Stream the answer (LLM, or extractive in no-LLM mode); map citations to facts and
     passages; rate how well they cover the question; redraw the diagram around the cited
-    facts."""
+    facts (the label and the diagram read one parse of each sentence)."""
+    with answer_kind.parsed_once():
+        return _respond(state, runtime)
+
+
+def _respond(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     ctx = _ctx(runtime)
     res = get_resources()
     write = get_stream_writer()

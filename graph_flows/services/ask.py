@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
-from graph_flows.query import analyze, answer_diagram, confidence, loop, sections
+from graph_flows.query import analyze, answer_diagram, answer_kind, confidence, loop, sections
 from graph_flows.query.graph import graph
 from graph_flows.services.errors import RequestError
 from graph_flows.services.records import entity_record, relation_record
@@ -196,7 +196,9 @@ def kag_query(
         text += "\n\n## Passages\n" + sections.passages_text(passages)
     if withheld["passages"]:
         text += "\n\nNote: " + withheld_notice(withheld)
-    said, label = context_answer(state, query, rels, passages)
+    with answer_kind.parsed_once():  # the label and the diagram read the same sentences
+        said, label = context_answer(state, query, rels, passages)
+        drawn = _diagram(scope, state, query, said, label["label"], ents, rels, passages)
     text += f"\n\nConfidence: {label['label']} — {label['reason']}"
     out = {
         "scope": scope, "query": state.get("query", query),
@@ -205,7 +207,7 @@ def kag_query(
         "context": text, "definitions": definitions, "facts_text": facts_text,
         "total_entities": len(ents), "total_relations": len(rels),
         "total": len(ents) + len(rels), "confidence": label,
-        "mermaid": _diagram(scope, state, query, said, label["label"], ents, rels, passages),
+        "mermaid": drawn,
         "rounds": guard_rounds(state.get("rounds", [])),
         "errors": list(state.get("errors", [])),
     }
