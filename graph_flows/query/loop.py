@@ -9,7 +9,8 @@ searched), ``why`` (the question itself, or the planner's reason), ``by`` ('ques
 ended after it; None when another round followed). A no-LLM round from hop-1 passages
 (graph_flows.query.second_hop) also has ``hops``: per hop-1 passage its title (``passage``)
 and ``uri``, how it belongs to the question (``belongs``), the ``bridge`` chosen, ``why``,
-and the ``document`` placed right after it (:func:`merge_hops`).
+the ``document`` placed right after it and the ``tail``: the titles of the passages that
+hedge the choice at the start of the tail (:func:`merge_hops`).
 
 Merging keeps round 1's head: the passages of the first ``head`` documents (and the first
 ``head`` facts and entities) of the evidence so far keep their places; after them the
@@ -180,24 +181,29 @@ def merge_guess(state: dict[str, Any], found: dict[str, Any],
 
 def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]]],
                facts: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
+               tail: Sequence[dict[str, Any]] = (),
                ) -> tuple[dict[str, Any], dict[str, int]]:
     """The evidence after a follow-up from hop-1 passages (graph_flows.query.second_hop):
-    each ``(hop-1 chunk id, bridge passage row)`` of ``places`` puts the bridge's passage
-    right after the passages of its hop-1 document, in the passages and in the ranking
-    (moved up when it was lower, left where it was when already higher); ``facts`` and
-    ``entities`` are added after the evidence's own."""
+    each ``(chunk id, bridge passage row)`` of ``places`` puts the bridge's passage right
+    after the passages of that chunk's document (a hop-1 passage, or a bridge's passage
+    placed before it), in the passages and in the ranking (moved up when it was lower, left
+    where it was when already higher); each row of ``tail`` (a weaker guess) goes to the
+    start of the tail, after the first :data:`RULES_HEAD` documents (left where it is when
+    already higher); ``facts`` and ``entities`` are added after the evidence's own."""
     passages = list(state.get("passages") or [])
     metrics = dict(state.get("search_metrics") or {})
     ranked = list((metrics.get("ppr") or {}).get("ranked") or [])
     docs = {p["id"]: _source(p) for p in passages}
     for hop_id, row in places:
-        held = next((p for p in passages if p.get("id") == row["id"]), None)
-        if held is not None:  # already retrieved: moved, keeping its own score and methods
-            row = {**held, "methods": [*dict.fromkeys([*(held.get("methods") or []),
-                                                       *(row.get("methods") or [])])]}
+        row = _held(passages, row)
         docs[row["id"]] = _source(row)
         passages = _ranked_score(_place(passages, hop_id, row, _by_id, _source), row["id"])
         ranked = _place(ranked, hop_id, row["id"], _same, docs.get)
+    for row in reversed(tail):  # each at the tail's start: they end in their order
+        row = _held(passages, row)
+        docs[row["id"]] = _source(row)
+        passages = _ranked_score(_at_tail(passages, row, _by_id, _source), row["id"])
+        ranked = _at_tail(ranked, row["id"], _same, docs.get)
     if metrics.get("ppr"):
         metrics["ppr"] = {**metrics["ppr"], "ranked": ranked}
     old_f = state.get("facts") or []
@@ -209,6 +215,36 @@ def merge_hops(state: dict[str, Any], places: Sequence[tuple[str, dict[str, Any]
              "entities": _added(state.get("entities") or [], merged_e)}
     return {"passages": passages, "facts": merged_f, "entities": merged_e,
             "search_metrics": metrics}, added
+
+
+def _held(passages: Sequence[dict[str, Any]], row: dict[str, Any]) -> dict[str, Any]:
+    """``row``, or the evidence's own row of that passage when already retrieved (it moves,
+    keeping its own score, with the methods of both)."""
+    held = next((p for p in passages if p.get("id") == row["id"]), None)
+    if held is None:
+        return row
+    return {**held, "methods": [*dict.fromkeys([*(held.get("methods") or []),
+                                               *(row.get("methods") or [])])]}
+
+
+def _at_tail(items: list[T], item: T, key: Callable[[T], Hashable],
+             doc: Callable[[T], Hashable]) -> list[T]:
+    """``items`` with ``item`` first after the items of the first :data:`RULES_HEAD`
+    documents (by ``doc``), unless already at or before that place."""
+    keys = [key(i) for i in items]
+    seen: set[Hashable] = set()
+    at = len(items)
+    for n, i in enumerate(items):
+        d = doc(i)
+        d = ("item", key(i)) if d is None else d  # a ranked chunk the evidence does not hold
+        if d not in seen and len(seen) == RULES_HEAD:
+            at = n
+            break
+        seen.add(d)
+    mine = key(item)
+    if mine in keys[:at + 1]:
+        return items
+    return [*items[:at], item, *(i for i in items[at:] if key(i) != mine)]
 
 
 def _ranked_score(passages: list[dict[str, Any]], chunk_id: str) -> list[dict[str, Any]]:

@@ -15,6 +15,16 @@ candidate without a passage outside the hop-1 documents cannot lead anywhere and
 dropped. Why it should hold elsewhere: the next hop's passage is one that mentions the
 bridge and says what the question asks about it, which is what the question's vector
 matches; the link tells apart two candidates whose passages match alike.
+
+The choice is a guess between close candidates, so the round also hedges it in the tail
+(loop.merge_hops: after the first loop.RULES_HEAD documents, where a passage can complete
+the chain within ten without moving the head): the chosen bridge's own document (its title
+is the bridge's name) when the placed passage is another, since an entity's own article is
+where a reference corpus states its relations; and the runner-up candidate's best passage,
+the likeliest other continuation. Measured in docs/bench/HISTORY.md (issue 41): AllSupp@10
+up on both halves of MuSiQue, R@5 and MRR unchanged. Chaining one more hop from the bridge's
+passage (its next bridge chosen the same way) was measured too: it brought no gold passage
+that was not already in the top ten, so it is not done.
 """
 
 from __future__ import annotations
@@ -45,6 +55,8 @@ class Followed:
 
     hops: list[dict[str, Any]] = field(default_factory=list)
     places: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tail: list[dict[str, Any]] = field(default_factory=list)
+    """The hedges' passages, placed at the start of the ranking's tail (module docstring)."""
     facts: list[dict[str, Any]] = field(default_factory=list)
     entities: list[dict[str, Any]] = field(default_factory=list)
     ms: float = 0.0
@@ -76,15 +88,35 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
         if chosen is not None:
             cand, hit, why = chosen
             record |= {"bridge": cand.name, "why": why, "document": hit.row.get("title")}
-            out.places.append((str(hop.passage["id"]), guard_passage(
-                {**hit.row, "score": round(hit.similarity, 6), "methods": ["bridge"]})))
+            out.places.append((str(hop.passage["id"]), _bridge_row(hit)))
             out.entities.append(_entity_row(rows[cand.id]))
+            record["tail"] = _hedge(cand, hit, cands, near, out)
         out.hops.append(record)
-    chunks = [row["id"] for _, row in out.places]
+    chunks = [row["id"] for _, row in out.places] + [row["id"] for row in out.tail]
     out.facts = [_fact_row(f) for f in bridges.chunk_facts(
         conn, scope, chunks, [e["id"] for e in out.entities], FACTS, as_of)]
     out.ms = round((time.perf_counter() - start) * 1000, 2)
     return out
+
+
+def _hedge(cand: hop_one.Candidate, hit: bridges.BridgeChunk,
+           cands: Sequence[hop_one.Candidate], near: Sequence[bridges.BridgeChunk],
+           out: Followed) -> list[str]:
+    """The tail's hedges of a chosen bridge (module docstring), added to ``out.tail``: the
+    bridge's own document when its placed passage is another, and the best passage of the
+    runner-up candidate; their titles."""
+    own = next((h for h in near if h.entity_id == cand.id and h.own), None)
+    hedges = [own] if own is not None and own.row["id"] != hit.row["id"] else []
+    runner = choose([c for c in cands if c.id != cand.id], near)
+    if runner is not None:
+        hedges.append(runner[1])
+    out.tail += [_bridge_row(h) for h in hedges]
+    return [str(h.row.get("title") or "") for h in hedges]
+
+
+def _bridge_row(hit: bridges.BridgeChunk) -> dict[str, Any]:
+    """A bridge passage's row as the evidence holds it."""
+    return guard_passage({**hit.row, "score": round(hit.similarity, 6), "methods": ["bridge"]})
 
 
 def choose(cands: Sequence[hop_one.Candidate], near: Sequence[bridges.BridgeChunk],
@@ -145,7 +177,8 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     with res.store.connect() as conn:
         found = find(conn, scope, state["query"], names, hops_of(state, follow),
                        lambda: res.embeddings.embed_query(state["query"]), as_of)
-    merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities)
+    merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
+                                    found.tail)
     words = " ".join(follow.get("uncovered") or ())
     chosen = [h["bridge"] for h in found.hops if h["bridge"]]
     record = {"hops": found.hops, "bridge": "; ".join(chosen),

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from graph_flows.query import confidence, extractive, follow_up, hop_one, loop, second_hop
+from graph_flows.query import (
+    confidence,
+    extractive,
+    follow_up,
+    hop_one,
+    loop,
+    second_hop,
+)
 from graph_flows.shared.nlp import load_nlp
 from storage.bridges import BridgeChunk
 
@@ -113,3 +120,48 @@ def test_only_the_hop_one_passages_words_count_as_covered() -> None:
     covering = {**jump, "text": jump["text"] + " Walsh's spouse was Mary Edwards."}
     assert follow_up.assess(question, ["Jump for Glory"], [covering], [], []).stop \
         == loop.HOP1_COVERED
+
+
+def test_a_hedge_goes_to_the_start_of_the_tail_a_placed_bridge_after_its_passage() -> None:
+    old = [row(f"c{n}", f"d{n}") for n in range(1, 9)]
+    state = {"passages": old, "facts": [], "entities": [],
+             "search_metrics": {"ppr": {"ranked": [p["id"] for p in old] + ["x1", "x2"]}}}
+    # the bridge c9 after hop-1 c1, c10 after c9; the hedges c11 and x2 (ranked, not in
+    # the evidence) at the start of the tail, after five documents, in their order
+    merged, added = loop.merge_hops(state, [("c1", row("c9", "d9")), ("c9", row("c10", "d10"))],
+                                    [], [], [row("c11", "d11"), row("x2", "dx2")])
+    assert [p["id"] for p in merged["passages"]][:8] == [
+        "c1", "c9", "c10", "c2", "c3", "c11", "x2", "c4"]
+    assert merged["search_metrics"]["ppr"]["ranked"][:8] == [
+        "c1", "c9", "c10", "c2", "c3", "c11", "x2", "c4"]
+    assert added["passages"] == 4
+    # one already in the head stays where it is
+    merged, _ = loop.merge_hops(state, [], [], [], [row("c2", "d2")])
+    assert merged["passages"] == old
+
+
+
+def test_the_choice_is_hedged_in_the_tail_by_the_bridge_s_own_document_and_the_runner_up(
+        ) -> None:
+    cands = [hop_one.Candidate("a", "Lumen Society", 0.5, "2 links"),
+             hop_one.Candidate("b", "Corvin Circle", 0.33, "3 links"),
+             hop_one.Candidate("c", "Mara Quill", 0.0, "none")]
+
+    def hit(entity: str, doc: str, sim: float, own: bool = False) -> BridgeChunk:
+        return BridgeChunk(entity, row(f"c-{doc}", doc, doc), own, sim)
+
+    near = [hit("a", "Lumen Society", 0.40, own=True), hit("a", "lumen history", 0.45),
+            hit("b", "corvin", 0.42), hit("c", "quill", 0.30)]
+    cand, best, _ = second_hop.choose(cands, near)
+    out = second_hop.Followed()
+    titles = second_hop._hedge(cand, best, cands, near, out)
+    # the placed passage is not the bridge's own article: that goes to the tail, then the
+    # runner-up's best passage (Corvin Circle: .33 + .83 over Mara Quill's 0)
+    assert best.row["uri"] == "lumen history"
+    assert titles == ["Lumen Society", "corvin"]
+    assert [r["id"] for r in out.tail] == ["c-Lumen Society", "c-corvin"]
+    assert all(r["methods"] == ["bridge"] for r in out.tail)
+    # the own article placed already, one candidate: nothing to hedge with
+    alone = second_hop.Followed()
+    assert second_hop._hedge(cands[0], near[0], cands[:1], near[:1], alone) == []
+    assert alone.tail == []
