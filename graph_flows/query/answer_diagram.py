@@ -22,28 +22,65 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from graph_flows.query import answer, answer_kind, asked_relation, confidence, extractive
+from graph_flows.query import (
+    answer,
+    answer_kind,
+    answer_slot,
+    asked_relation,
+    confidence,
+    extractive,
+)
 from graph_flows.query.mermaid import MAX_NODES, build_mermaid, edge_label
+from graph_flows.shared.fragments import is_number
 from storage import search
 
 MAX_PASSAGE_FACTS = 200  # facts read from the cited passages at most
 
 
 def answer_mention(query: str, text: str, q: extractive.Question) -> str:
-    """The mention the answer states as its answer ("" when none): when the question nests a
-    relation outside its main clause, the one a later sentence reaches past a bridge, else
-    the candidate of the asked kind (the rules of :func:`confidence.label`)."""
+    """The mention the answer states as its answer ("" when none), as the confidence label
+    reads it (:func:`confidence.located`, a sentence whose asked place holds a pronoun
+    skipped: :mod:`answer_slot`): when the question nests a relation outside its main
+    clause, the one a later sentence reaches past a bridge, else the candidate of the asked
+    kind. A bare number ("1985") is a candidate only when the question asks for a number or
+    a date: it names no film, place or person, so it is no answer to "what movie" (a
+    diagram draws a bare number only as the answer)."""
     said = confidence.answer_sentences(text)
     if not said:
         return ""
-    ents = confidence.parsed(said)
+    qdoc, *docs = answer_kind.parse([query, *said])
     kind = answer_kind.asked_kind(query)
+    counted = kind in ("number", "date")  # a bare number answers only these
+    ents = {s: tuple(m for m in answer_kind.read(s, d) if counted or not is_number(m.text))
+            for s, d in zip(said, docs, strict=True)}
+    slot = answer_slot.asked_slot(query, qdoc)
+    filled = [answer_slot.fill(slot, s, d) for s, d in zip(said, docs, strict=True)]
     asked = confidence.relation_words(q)
-    if len(asked_relation.main_relation(query, asked)) < len(asked):  # a nested relation
-        _, reached = confidence.chain(said, kind, q, ents)
-        if reached:
-            return reached
-    return confidence.located(said, kind, q, ents)[1]
+    if len(asked_relation.main_relation(query, asked, qdoc)) < len(asked):  # nested
+        _, reached = confidence.chained(said, kind, q, ents, filled)
+        if reached.text:
+            return reached.text
+    return confidence.located(said, kind, q, ents, filled)[1].text
+
+
+def hop_links(rounds: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
+              ) -> tuple[list[str], list[str]]:
+    """(bridges, their sentences): the bridge each follow-up round found from a hop-1
+    passage (``rounds[i]["hops"]``, graph_flows.query.second_hop), and the sentences of
+    those hop-1 passages (among ``passages``) that name it: where the link question entity
+    -> bridge is said."""
+    bridges: list[str] = []
+    said: list[str] = []
+    for hop in (h for r in rounds for h in r.get("hops") or []):
+        bridge = str(hop.get("bridge") or "")
+        if not bridge:
+            continue
+        bridges.append(bridge)
+        for p in passages:
+            if (p.get("title") or "") == hop.get("passage") and p.get("uri") == hop.get("uri"):
+                said += [s for s in extractive.sentences(str(p.get("text") or ""))
+                         if bridge.casefold() in s.casefold()]
+    return list(dict.fromkeys(bridges)), list(dict.fromkeys(said))
 
 
 def _flat(text: str) -> str:
@@ -87,18 +124,22 @@ def cited_passage_facts(conn: Any, scope: Any, text: str, cited: Sequence[dict[s
 def answer_diagram(query: str, q: extractive.Question, text: str, mode: str, label: str,
                    cited: Sequence[dict[str, Any]], entities: Sequence[dict[str, Any]],
                    facts: Sequence[dict[str, Any]], passage_facts: Sequence[dict[str, Any]],
-                   max_nodes: int) -> str:
+                   max_nodes: int, rounds: Sequence[dict[str, Any]] = (),
+                   passages: Sequence[dict[str, Any]] = ()) -> str:
     """The Mermaid diagram of answer ``text`` (see the module docstring); "" when its
-    confidence ``label`` is ``none``."""
+    confidence ``label`` is ``none``. ``rounds`` and ``passages`` give the bridges a
+    follow-up found and their hop-1 passages (:func:`hop_links`)."""
     if label == "none":
         return ""
     known = {f["id"] for f in facts}
     pool = [*facts, *(f for f in passage_facts if f["id"] not in known)]
     ids = set(cited_fact_ids(text, mode, cited, facts)) | {f["id"] for f in passage_facts}
     order = sorted((f for f in pool if f["id"] in ids), key=lambda f: reading_order(text, f))
+    bridges, hop_said = hop_links(rounds, passages)
     return build_mermaid(entities, pool, max_nodes, question=q,
                          cited=list(dict.fromkeys(f["id"] for f in order)),
-                         answer=answer_mention(query, text, q))
+                         answer=answer_mention(query, text, q), bridges=bridges,
+                         sentences=confidence.answer_sentences(text), context=hop_said)
 
 
 def reading_order(text: str, fact: dict[str, Any]) -> tuple[int, int, int]:
@@ -117,13 +158,13 @@ def reading_order(text: str, fact: dict[str, Any]) -> tuple[int, int, int]:
 def context_diagram(conn: Any, scope: Any, query: str, names: Sequence[str], text: str,
                     label: str, entities: Sequence[dict[str, Any]],
                     facts: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
-                    max_nodes: int = MAX_NODES) -> str:
+                    max_nodes: int = MAX_NODES, rounds: Sequence[dict[str, Any]] = ()) -> str:
     """:func:`answer_diagram` of the extractive answer ``text`` from labelled ``facts`` and
-    ``passages`` (what MCP ``kag_query`` returns), reading the cited passages' facts on
-    ``conn``; "" when ``label`` is ``none``."""
+    ``passages`` (what MCP ``kag_query`` returns) and the loop's ``rounds``, reading the
+    cited passages' facts on ``conn``; "" when ``label`` is ``none``."""
     if label == "none":
         return ""
     cited, _ = answer.citations(text, facts, passages)
     extra = cited_passage_facts(conn, scope, text, cited)
     return answer_diagram(query, extractive.question(query, names), text, "extractive",
-                          label, cited, entities, facts, extra, max_nodes)
+                          label, cited, entities, facts, extra, max_nodes, rounds, passages)

@@ -348,7 +348,7 @@ def _respond(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any
     diagram = answer_diagram.answer_diagram(
         state["query"], question, text, mode, label["label"], cited, entities, facts,
         _passage_facts(res, state, text, cited, label["label"], errors),
-        ctx.max_diagram_nodes)
+        ctx.max_diagram_nodes, state.get("rounds") or [], passages)
     return {"answer": text, "answer_mode": mode, "citations": cited, "errors": errors,
             "answer_confidence": label, "mermaid": diagram}
 

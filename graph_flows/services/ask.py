@@ -251,7 +251,7 @@ def _diagram(scope: str, state: dict[str, Any], query: str, said: str, label: st
     with get_resources().store.connect() as conn:
         return answer_diagram.context_diagram(
             conn, visible, state.get("query", query), _names(state), said, label, ents,
-            rels, passages)
+            rels, passages, rounds=state.get("rounds") or [])
 
 
 def guard_rounds(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:

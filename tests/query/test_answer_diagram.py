@@ -10,13 +10,8 @@ import re
 
 from graph_flows.query import answer_diagram, extractive
 from graph_flows.query.context import QueryContext
-from graph_flows.query.mermaid import (
-    MAX_NODES,
-    build_mermaid,
-    clean_mention,
-    legend,
-    legend_text,
-)
+from graph_flows.query.diagram_nodes import clean_mention
+from graph_flows.query.mermaid import MAX_NODES, build_mermaid, legend, legend_text
 from graph_flows.services.evaluation.diagram import parse_mermaid
 from tests.query.test_query_graph import assert_valid_mermaid
 
@@ -134,3 +129,87 @@ def test_an_entity_diagram_is_its_labelled_facts_capped_and_clean() -> None:
     assert "Revolt of the" not in drawn.nodes.values() and " --- " not in diagram
     assert re.search(r"^    class n1 focus$", diagram, re.M) and drawn.nodes["n1"] == "Ingres"
     assert [role for role, _ in legend(diagram)] == ["focus"]
+
+
+def _chain_ends(diagram: str) -> tuple[dict[str, str], dict[frozenset[str], str]]:
+    """Node name -> id, and each drawn edge (its two names) -> its label."""
+    drawn = parse_mermaid(diagram)
+    return ({n: k for k, n in drawn.nodes.items()},
+            {frozenset((drawn.nodes[a], drawn.nodes[b])): label for a, label, b in drawn.edges})
+
+
+def test_an_answer_that_is_no_entity_is_linked_by_its_sentence_relation() -> None:
+    """The answer span is drawn as the answer node, joined to the question's entity by the
+    words the cited sentence puts between them (no fact joins them)."""
+    facts = [_fact("a", "Quillpoint", "Decoy", "was sold to")]
+    q = extractive.question("Who founded Quillpoint?")
+    said = ["Quillpoint was founded by the Reyes family in 1999."]
+    diagram = build_mermaid([], facts, question=q, cited=["a"], answer="the Reyes family",
+                            sentences=said)
+    assert_valid_mermaid(diagram)
+    ids, edges = _chain_ends(diagram)
+    assert edges[frozenset(("Quillpoint", "Reyes family"))] == "was founded by"
+    assert f"class {ids['Reyes family']} answer" in diagram
+    assert re.search(r"^    linkStyle 0,1 ", diagram, re.M)  # the cited fact, the sentence
+    bare = build_mermaid([], facts, question=q, cited=["a"], answer="the Reyes family")
+    assert "Reyes family" in parse_mermaid(bare).nodes.values()
+    assert frozenset(("Quillpoint", "Reyes family")) not in _chain_ends(bare)[1]
+
+
+def test_the_bridge_is_the_middle_of_the_chain() -> None:
+    """Issue 41.5: question entity -> bridge (a hop-1 passage's sentence) -> answer (the
+    answer's sentence), each link labelled, the bridge drawn between them."""
+    q = extractive.question("Where did the founder of the Velmor Prize grow up?")
+    decoys = [_fact(f"d{i}", f"Decoy {i}", f"Other {i}", "met") for i in range(12)]
+    diagram = build_mermaid(
+        [{"id": "v", "name": "Velmor Prize"}, {"id": "k", "name": "Orsina Kael"}], decoys,
+        question=q, cited=[f"d{i}" for i in range(12)], answer="Trelvik",
+        bridges=["Orsina Kael"], sentences=["Orsina Kael grew up near the docks of Trelvik."],
+        context=["The Velmor Prize was founded by Orsina Kael in 1931."])
+    ids, edges = _chain_ends(diagram)
+    assert edges[frozenset(("Velmor Prize", "Orsina Kael"))] == "was founded by"
+    assert edges[frozenset(("Orsina Kael", "Trelvik"))] == "grew up near the docks of"
+    assert frozenset(("Velmor Prize", "Trelvik")) not in edges  # through the bridge
+    assert len(ids) <= MAX_NODES and f"class {ids['Trelvik']} answer" in diagram
+    assert f"class {ids['Velmor Prize']} question" in diagram
+    without = parse_mermaid(build_mermaid(
+        [{"id": "v", "name": "Velmor Prize"}, {"id": "k", "name": "Orsina Kael"}], decoys,
+        question=q, cited=[f"d{i}" for i in range(12)], answer="Trelvik"))
+    assert "Orsina Kael" not in without.nodes.values()  # only a round's bridge is drawn
+
+
+def test_a_co_occurrence_is_drawn_as_the_relation_its_sentence_states() -> None:
+    facts = [_fact("a", "Orsina Kael", "Velmor Prize",
+                   fact="The Velmor Prize was founded by Orsina Kael."),
+             _fact("b", "Orsina Kael", "Trelvik", fact="Orsina Kael and Trelvik.")]
+    q = extractive.question("Who founded the Velmor Prize?")
+    diagram = build_mermaid([], facts, question=q, cited=["a", "b"], answer="Orsina Kael")
+    ids, edges = _chain_ends(diagram)
+    assert edges == {frozenset(("Velmor Prize", "Orsina Kael")): "was founded by"}
+    assert "Trelvik" in ids  # no words of its own: its entities only, unconnected
+
+
+def test_rounds_give_the_bridges_and_their_hop_one_sentences() -> None:
+    rounds = [{"round": 1, "bridge": ""},
+              {"round": 2, "bridge": "Orsina Kael", "hops": [
+                  {"passage": "velmor.md", "uri": "velmor.md", "bridge": "Orsina Kael"},
+                  {"passage": "other.md", "uri": "other.md", "bridge": ""}]}]
+    passages = [{"title": "velmor.md", "uri": "velmor.md",
+                 "text": "The prize is old. It was founded by Orsina Kael in 1931."},
+                {"title": "kael.md", "uri": "kael.md", "text": "Orsina Kael grew up."}]
+    assert answer_diagram.hop_links(rounds, passages) == (
+        ["Orsina Kael"], ["It was founded by Orsina Kael in 1931."])
+    assert answer_diagram.hop_links([], passages) == ([], [])
+
+
+def test_a_bare_number_answers_only_a_question_asking_a_number_or_date() -> None:
+    """"What movie ...?" is not answered by "1985": the diagram's answer is the next
+    candidate; "When ...?" is."""
+    text = "Released in 1985, The Jewel of the Nile was produced by Michael Douglas. [P1]"
+    movie = "What film was produced by Michael Douglas?"
+    assert answer_diagram.answer_mention(movie, text, extractive.question(movie)) == (
+        "The Jewel of the Nile")
+    when = "When did Michael Douglas produce The Jewel of the Nile?"
+    assert answer_diagram.answer_mention(when, text, extractive.question(when)) == "1985"
+    assert clean_mention("the Opposition (Jamaica") == "Opposition"
+    assert clean_mention("Hello (song)") == "Hello (song)"

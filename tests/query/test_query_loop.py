@@ -17,6 +17,7 @@ from graph_flows.query import follow_up, loop, nodes
 from graph_flows.query.analyze import InvalidQueryError
 from graph_flows.query.context import QueryContext
 from graph_flows.query.graph import graph
+from graph_flows.services.evaluation.diagram import parse_mermaid
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.providers import ChatResolution
 from graph_flows.shared.resources import Resources, use_resources
@@ -335,3 +336,17 @@ def test_the_rules_follow_up_needs_an_uncovered_word_and_a_bridge() -> None:
         w.casefold() for w in verdict.query.split()}
     # uncovered, but the only entity the top passages name is one the question names
     assert follow_up.assess(QUESTION, [], [velmor], [], entities[:1]).stop == loop.NO_BRIDGE
+
+
+def test_the_diagram_draws_the_bridge_as_the_middle_of_the_chain(res: Resources) -> None:
+    """Issue 41.5: the bridge the follow-up found (Orsina Kael) is drawn between what the
+    question names (Velmor Prize) and the answer (Trelvik), each link labelled."""
+    out = query_flow.invoke({"query": QUESTION}, context={"max_rounds": 3})
+    assert [h["bridge"] for r in out["rounds"] for h in r.get("hops") or []] == ["Orsina Kael"]
+    drawn = parse_mermaid(out["mermaid"])
+    by_name = {name: key for key, name in drawn.nodes.items()}
+    ends = {frozenset((a, b)): label for a, label, b in drawn.edges}
+    # the stored facts are co-occurrences: each link's label is read from its sentence
+    assert ends[frozenset((by_name["Orsina Kael"], by_name["Velmor Prize"]))] == "founded"
+    assert ends[frozenset((by_name["Orsina Kael"], by_name["Trelvik"]))] == "grew up in"
+    assert f"class {by_name['Velmor Prize']} question" in out["mermaid"]

@@ -1,0 +1,35 @@
+"""The relation a sentence states between two names it holds (graph_flows.query.sentence_link):
+the words between their closest mentions, in reading order, trimmed at the ends; nothing
+when the gap names something else or is too long to be one relation."""
+
+from __future__ import annotations
+
+from graph_flows.query.sentence_link import MAX_WORDS, first_link, link
+
+
+def test_the_words_between_two_names_in_reading_order() -> None:
+    found = link("Brightmoor was founded by the Reyes family.", "Reyes family", "Brightmoor")
+    assert (found.first, found.text, found.second) == ("Brightmoor", "was founded by",
+                                                       "Reyes family")
+    relative = link("Ingres, which uses QUEL, was built at Berkeley.", "QUEL", "ingres")
+    assert (relative.first, relative.text, relative.second) == ("ingres", "uses", "QUEL")
+
+
+def test_the_closest_mentions_are_read() -> None:
+    """A title before the sentence repeats the name: the gap is read from the repeat."""
+    found = link("26th Chess Olympiad The 26th Chess Olympiad, organized by FIDE, took place",
+                 "26th Chess Olympiad", "FIDE")
+    assert found is not None and found.text == "organized by"
+
+
+def test_no_link_when_the_gap_names_something_else_or_is_no_relation() -> None:
+    listed = "Last Vegas stars Michael Douglas, Robert De Niro, Morgan Freeman and others."
+    assert link(listed, "Michael Douglas", "Morgan Freeman") is None  # a list, no relation
+    assert link("Kael was born in 1931 in Trelvik.", "Kael", "Trelvik") is None  # a date
+    assert link("Ingres and QUEL.", "Ingres", "QUEL") is None  # only a conjunction
+    assert link("Ingres uses QUEL.", "Ingres", "Postgres") is None  # one is not named
+    assert link("Ingres uses QUEL.", "Ingres", "Ingres uses") is None  # not apart
+    long_gap = "Ingres " + " ".join(["then"] * (MAX_WORDS + 1)) + " QUEL."
+    assert link(long_gap, "Ingres", "QUEL") is None
+    assert first_link(["Ingres and QUEL.", "QUEL was designed for Ingres."],
+                      "Ingres", "QUEL").text == "was designed for"
