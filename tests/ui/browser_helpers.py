@@ -88,11 +88,12 @@ PAGE_SIDEWAYS = """() => {
     return main.scrollWidth > main.clientWidth + 1 || root.scrollWidth > root.clientWidth + 1;
 }"""
 
-# Run on a dialog: whether its body scrolls (taller than the room the window leaves it).
-DIALOG_SCROLLS = """(dialog) => [...dialog.querySelectorAll('*')].some(e => {
+# Run on a dialog: the boxes in it that scroll (taller than the room the window leaves
+# them), each as [tag, its content's height, its own]; [] when none.
+DIALOG_SCROLLS = """(dialog) => [...dialog.querySelectorAll('*')].filter(e => {
     const y = getComputedStyle(e).overflowY;
     return (y === 'auto' || y === 'scroll') && e.scrollHeight > e.clientHeight + 1;
-})"""
+}).map(e => [e.tagName, e.scrollHeight, e.clientHeight])"""
 
 
 # Every label of the rendered SVG: its text, rendered font size (computed font size times

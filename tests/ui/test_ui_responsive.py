@@ -66,7 +66,7 @@ def _enlarged(page: Any, size: dict[str, int], name: str) -> dict[str, Any]:
         name, fit, box)
     assert svg["left"] >= 0 and svg["right"] <= size["width"], (name, fit)
     assert not fit["sideways"], (name, fit)
-    assert not dialog.evaluate(DIALOG_SCROLLS), (name, "the dialog scrolls")
+    assert dialog.evaluate(DIALOG_SCROLLS) == [], (name, "the dialog scrolls")
     return fit
 
 
@@ -182,5 +182,49 @@ def test_explore_frame_fits_each_entity_and_its_dialog_fits_the_window(
             box = dialog.bounding_box()  # it scrolls inside the dialog, which still fits
             assert box["y"] >= 0 and box["y"] + box["height"] <= size["height"], box
             expect(inner.get_by_role("button", name="Fit to window")).to_be_visible()
+        finally:
+            browser.close()
+
+
+NOTES = b"# Kestrel\n\nThe Kestrel K2 is a glider built in Lisbon.\n"
+
+
+def _upload(page: Any, name: str) -> Any:
+    """Upload ``name`` (NOTES) in the sidebar and press Ingest; the report's locator."""
+    sidebar = page.get_by_test_id("stSidebar")
+    if not sidebar.get_by_text("Add documents").is_visible():
+        page.get_by_test_id("stExpandSidebarButton").click()  # folded on a phone
+    sidebar.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(
+        files=[{"name": name, "mimeType": "text/markdown", "buffer": NOTES}])
+    sidebar.get_by_test_id("stFileUploaderFile").wait_for(timeout=TIMEOUT)
+    sidebar.get_by_role("button", name="Ingest").click()
+    return sidebar.get_by_test_id("stAlertContainer")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_none_answer_has_no_diagram_and_uploads_clear(
+    app_url: str, size: dict[str, int]  # noqa: F811
+) -> None:
+    """A question nothing in the graph answers gets no diagram; after Ingest the upload
+    list is empty, and the same file uploaded again is reported unchanged."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser, page = launch(p, size)
+        try:
+            page.goto(app_url)
+            page.get_by_test_id("stChatInput").locator("textarea").wait_for(timeout=TIMEOUT)
+            answer = ask(page, "What is the boiling point of tungsten?", 1)
+            expect(answer).to_contain_text("Nothing relevant", timeout=TIMEOUT)
+            assert answer.locator("iframe").count() == 0  # no diagram for a `none` answer
+            assert page.get_by_role("button", name="Enlarge diagram").count() == 0
+
+            sidebar = page.get_by_test_id("stSidebar")
+            expect(_upload(page, "kestrel.md")).to_contain_text("1 ingested", timeout=TIMEOUT)
+            expect(sidebar.get_by_test_id("stFileUploaderFile")).to_have_count(0)
+            expect(_upload(page, "kestrel.md")).to_contain_text("1 unchanged",
+                                                                timeout=TIMEOUT)
+            expect(sidebar.get_by_test_id("stFileUploaderFile")).to_have_count(0)
+            shot(page, f"upload-{size['width']}.png")
         finally:
             browser.close()

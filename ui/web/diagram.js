@@ -68,10 +68,14 @@
     return out.concat(out.map((v) => ({ direction: v.direction + " narrow", text: wrap + v.text })));
   }
 
-  // The height the window leaves the drawing in an enlarged view: the dialog's scrolling
-  // body (as tall as the window allows) less what stands above this frame in it and its
-  // padding, less the rest of this page (legend, button); without a dialog, the window's.
+  // The height the window leaves the drawing in an enlarged view: the most the dialog's
+  // scrolling body (as tall as the window allows) shows, less what it holds besides this
+  // frame, less the rest of this page (legend, button); without a dialog, the window's.
+  // Streamlit never shrinks a frame, so the page starts small (the source hidden, the
+  // button's room kept) and only grows to this.
   function room() {
+    const page = document.documentElement.getBoundingClientRect().height; // margins and all
+    const rest = page - box.getBoundingClientRect().height;
     let height = window.innerHeight;
     try {
       const frame = window.frameElement;
@@ -81,17 +85,19 @@
       }
       if (scroller && scroller.closest('[role="dialog"]')) {
         const style = getComputedStyle(scroller);
-        const limit = parseFloat(style.maxHeight) || scroller.clientHeight;
-        const above = frame.getBoundingClientRect().top - scroller.getBoundingClientRect().top
-          + scroller.scrollTop;
-        height = limit - above - parseFloat(style.paddingBottom || "0");
+        const px = (name) => parseFloat(style[name]) || 0;
+        const capacity = style.boxSizing === "border-box"
+          ? px("maxHeight") - px("borderTopWidth") - px("borderBottomWidth")
+          : px("maxHeight") + px("paddingTop") + px("paddingBottom");
+        // what the dialog's body holds besides this frame: title row, gaps, padding
+        const around = scroller.scrollHeight - frame.getBoundingClientRect().height;
+        height = (px("maxHeight") ? capacity : scroller.clientHeight) - around;
       } else if (frame) {
         height = window.top.innerHeight - frame.getBoundingClientRect().top - LIMITS.marginPx;
       }
     } catch (err) { // not the app's own page: the frame's height is all we know
       height = LIMITS.maxHeight;
     }
-    const rest = document.body.getBoundingClientRect().height - box.getBoundingClientRect().height;
     return Math.max(120, Math.floor(height - rest - 2));
   }
 
@@ -137,8 +143,8 @@
     box.style.maxHeight = height + (LIMITS.window ? 0 : 24) + "px"; // room for a scroll bar
     const hint = document.querySelector(".hint");
     if (hint) hint.hidden = !(best.wide || best.tall);
-    if (zoom) {
-      zoom.hidden = !zoomed && best.s >= 0.999;
+    if (zoom) { // its room kept either way: the page's height does not change with it
+      zoom.style.visibility = !zoomed && best.s >= 0.999 ? "hidden" : "visible";
       zoom.textContent = zoomed ? "Fit to window" : "Full size";
     }
     document.body.dataset.scale = s.toFixed(3);

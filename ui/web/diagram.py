@@ -50,6 +50,8 @@ _CSS = (
     "@supports (-moz-appearance:none){.diagram{scrollbar-color:#9ca3af #f3f4f6}}"
     "pre.mermaid{margin:0}pre.mermaid>svg{display:block;margin:0 auto}"
     "pre.failed{white-space:pre-wrap;font-size:13px}"
+    # the source is not shown while it is drawn (a frame never gets shorter once grown)
+    "pre.mermaid:not([data-shown]):not(.failed){height:0;overflow:hidden;visibility:hidden}"
     ".zoom{font-size:13px;margin:0 0 6px;padding:2px 10px;cursor:pointer}"
     ".legend,.hint{font-size:13px;color:#374151;margin:2px 0 6px}"
     ".legend .item{margin-right:14px;white-space:nowrap}"
@@ -112,7 +114,8 @@ def mermaid_html(diagram: str, fit: Fit = INLINE) -> str:
                          "window": fit.window, "marginPx": DIALOG_MARGIN_PX,
                          "fontPx": FONT_PX, "wrapPx": WRAP_PX,
                          "narrowFlowchart": NARROW_FLOWCHART})
-    zoom = '<button class="zoom" type="button" hidden>Full size</button>' if fit.window else ""
+    zoom = ('<button class="zoom" type="button" style="visibility:hidden">Full size</button>'
+            if fit.window else "")
     scripts = [_read(p, p.stat().st_mtime) for p in (MERMAID_JS, LAYOUT_JS)]
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
