@@ -11,15 +11,12 @@ diagram_dialog.png, diagram_explore.png)."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.ui.browser_helpers import CHROME_ARGS, CHROMIUM, MEASURE, MIN_LABEL_PX, shot
 from tests.ui.test_ui_browser import (  # noqa: F401 - fixtures
-    CHROME_ARGS,
-    CHROMIUM,
     LONG_NAME,
     app_url,
     requirements,
@@ -29,41 +26,7 @@ from ui.web.diagram import INLINE
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 WINDOW = {"width": 1400, "height": 900}
-MIN_LABEL_PX = 12
 WIDTH_TOLERANCE = 0.03  # the drawing spans the column to within 3 % of its width
-
-# Every label of the rendered SVG: its text, rendered font size (computed font size times
-# the SVG's scale) and the rendered height of each of its lines (the rows of an SVG <text>
-# label, the line boxes of a foreignObject HTML label).
-MEASURE = """(svg) => {
-    const box = svg.getBoundingClientRect();
-    const scale = box.width / svg.viewBox.baseVal.width;
-    const rows = (el) => {
-        const lines = el.querySelectorAll(':scope > tspan');
-        if (lines.length) return [...lines].map(r => r.getBoundingClientRect().height);
-        const byTop = new Map();  // line boxes of the label's text nodes, by their top
-        const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-        while (walk.nextNode()) {
-            const range = document.createRange();
-            range.selectNodeContents(walk.currentNode);
-            for (const r of range.getClientRects()) {
-                const top = Math.round(r.top);
-                if (r.height > 0) byTop.set(top, Math.max(r.height, byTop.get(top) || 0));
-            }
-        }
-        return [...byTop.values()];
-    };
-    const labels = [...svg.querySelectorAll('g.label > text, g.edgeLabel text, '
-                                            + 'foreignObject span.nodeLabel, '
-                                            + 'foreignObject span.edgeLabel')]
-        .filter(el => el.textContent.trim())
-        .map(el => ({text: el.textContent.trim(), rows: rows(el),
-                     font: parseFloat(getComputedStyle(el).fontSize) * scale}));
-    const scroller = svg.closest('.diagram');
-    return {width: box.width, height: box.height, scale, labels,
-            scrolls: scroller ? scroller.scrollWidth > scroller.clientWidth + 1 : false};
-}"""
-
 
 def _diagram(page: Any, scope: Any) -> tuple[Any, dict[str, Any]]:
     """The diagram frame inside ``scope`` and the measures of its rendered SVG."""
@@ -108,9 +71,7 @@ def _enlarge(page: Any, where: str, inline: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shot(page: Any, name: str) -> None:
-    if out := os.environ.get("KRAG_DIAGRAM_SCREENSHOTS"):
-        Path(out).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(out) / name))
+    shot(page, name, env="KRAG_DIAGRAM_SCREENSHOTS")
 
 
 def test_chat_and_explore_diagrams_are_readable_at_1400px(app_url: str) -> None:  # noqa: F811

@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
-from graph_flows.query.mermaid import build_mermaid
-from tests.ui.test_diagram_browser import MEASURE, MIN_LABEL_PX
-from tests.ui.test_ui_browser import CHROME_ARGS, CHROMIUM, requirements  # noqa: F401
-from ui.web.diagram import ENLARGED, INLINE, mermaid_html
+from graph_flows.query.mermaid import MAX_NODES, build_mermaid
+from tests.ui.browser_helpers import CHROME_ARGS, CHROMIUM, MEASURE, MIN_LABEL_PX
+from tests.ui.test_ui_browser import requirements  # noqa: F401
+from ui.web.diagram import ENLARGED, FONT_PX, INLINE, mermaid_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 COLUMN = 884  # the chat column's width at a 1400 px window (tests/ui/test_diagram_browser)
+PHONE = 302  # the chat column's width at a 390 px window (a phone)
 
 
 def _fact(i: int, a: str, b: str, predicate: str = "owns") -> dict:
@@ -27,7 +28,7 @@ def _fact(i: int, a: str, b: str, predicate: str = "owns") -> dict:
             "predicate": predicate, "fact": f"{a} and {b}."}
 
 
-def _diagrams() -> dict[str, str]:
+def _diagrams(max_nodes: int = 20) -> dict[str, str]:
     chain = [_fact(i, f"Station {i}", f"Station {i + 1}", "was succeeded by")
              for i in range(19)]
     star = [_fact(i, "Harrowgate Foods", f"Subsidiary number {i}") for i in range(19)]
@@ -36,9 +37,17 @@ def _diagrams() -> dict[str, str]:
                         for i in range(8)]
     both = star[:9] + [_fact(30 + i, f"Depot {i}" if i else "Harrowgate Foods",
                              f"Depot {i + 1}", "ships to") for i in range(10)]
-    return {name: build_mermaid([], facts, max_nodes=20) for name, facts in
-            {"chain": chain, "star": star, "pair": pair, "mixed": mixed,
-             "both": both}.items()}
+    long = _fact(40, "Charles Babbage",
+                 "Royal Society of London for Improving Natural Knowledge",
+                 "was elected a fellow of")
+    parts = [long, _fact(41, "Ada Lovelace", "Analytical Engine", "wrote notes on"),
+             _fact(42, "Per Georg Scheutz", "Stockholm", "built a difference engine in")]
+    out = {name: build_mermaid([], facts, max_nodes=max_nodes) for name, facts in
+           {"chain": chain, "star": star, "pair": pair, "mixed": mixed,
+            "both": both}.items()}
+    # three unconnected cited facts: side by side when laid out top down as one graph
+    out["parts"] = build_mermaid([], parts, cited=["f40", "f41", "f42"])
+    return out
 
 
 def _draw(browser: Any, width: int, source: str, fit: Any = INLINE) -> dict[str, Any]:
@@ -52,6 +61,8 @@ def _draw(browser: Any, width: int, source: str, fit: Any = INLINE) -> dict[str,
     m = svg.evaluate(MEASURE)
     m["frame"] = page.evaluate("document.body.getBoundingClientRect().height")
     m["direction"] = page.evaluate("document.querySelector('pre.mermaid').dataset.shown")
+    m["cited"] = page.evaluate("""() => [...document.querySelectorAll('pre.mermaid path')]
+        .filter(e => /stroke-width:\\s*3px/.test(e.getAttribute('style') || '')).length""")
     page.close()
     return m
 
@@ -79,6 +90,30 @@ def test_layout_keeps_labels_legible_whatever_the_shape(requirements) -> None:  
 
             big = _draw(browser, 1368, _diagrams()["mixed"], ENLARGED)  # the dialog at 1400
             assert big["width"] > drawn["mixed"]["width"] * 1.1, (big, drawn["mixed"])
+        finally:
+            browser.close()
+
+
+def test_a_phone_column_needs_no_sideways_scrolling(requirements) -> None:  # noqa: F811
+    """In a phone's chat column every shape of an answer's diagram (at most MAX_NODES) is
+    drawn without sideways scrolling: a graph of unconnected parts with its parts stacked
+    (their cited-edge styles kept), a chain or a star in the direction and with the wrapping
+    that fits, scaled to the column (labels at least 10 px)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        try:
+            drawn = {name: _draw(browser, PHONE, source)
+                     for name, source in _diagrams(MAX_NODES).items()}
+            sideways = {name: round(m["width"]) for name, m in drawn.items()
+                        if m["scrolls"] or m["width"] > PHONE + 1}
+            assert sideways == {}, sideways
+            for name, m in drawn.items():
+                for label in m["labels"]:
+                    assert label["font"] >= FONT_PX * INLINE.narrow_scale - 0.01, (name, label)
+            assert drawn["parts"]["direction"].startswith("TD stacked"), drawn["parts"]
+            assert drawn["parts"]["cited"] == 3, drawn["parts"]  # linkStyle 0,1,2 kept
         finally:
             browser.close()
 
