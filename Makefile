@@ -36,12 +36,20 @@ demo: setup
 	@echo
 	@echo "Open the chat UI with:  $(VENV)/bin/krag ui   (then http://127.0.0.1:8501)"
 
+# Both cores (pytest-xdist; `make test TEST_WORKERS=0` runs in this process): each worker
+# starts its own embedded PostgreSQL and migrates its own template database once
+# (tests/pg_fixtures.py). --dist loadfile sends a module's tests to one worker, so module-
+# and session-scoped fixtures (a started server, the ingested sample corpus) are built once
+# per worker, not once per test scheduled elsewhere.
+TEST_WORKERS ?= auto
+PYTEST_XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_XDIST)
 
 # The fast tier only (no subprocess servers, browsers, kill/restart or load tests).
 test-fast: setup
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest $(PYTEST_XDIST) -m "not slow"
 
 # ruff, then the import contracts of docs/ARCHITECTURE.md (pyproject [tool.importlinter]).
 lint: setup

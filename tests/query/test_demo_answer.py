@@ -4,9 +4,11 @@ over the bundled sample corpus (ingested by the rule extractor, as the demo does
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from graph_flows import query_flow
@@ -18,7 +20,7 @@ from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.fragments import is_fragment
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
-from storage import KnowledgeStore
+from tests.pg_fixtures import open_app_store, with_database
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "graph_flows" / "sample_corpus"
@@ -34,19 +36,46 @@ def demo_question() -> str:
     return found.group(1).strip()
 
 
+def demo_settings() -> Settings:
+    return Settings(_env_file=None, chat_model="none", database_url=None,
+                    search_timeout_s=60, request_timeout_s=300)  # a loaded CI machine
+
+
+@pytest.fixture(scope="module")
+def sample_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
+    """A database holding the sample corpus, ingested once for this module's tests (they
+    only read it)."""
+    name = f"krag_demo_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
+    url = with_database(pg_server_url, name)
+    store = open_app_store(url)
+    try:
+        res = Resources(settings=demo_settings(), store=store, embeddings=MiniLMEmbeddings(),
+                        chat_override=NO_LLM)
+        records = [{"uri": p.name, "title": p.stem, "text": p.read_text("utf-8")}
+                   for p in sorted(SAMPLE.glob("*.md"))]
+        with use_resources(res):
+            out = ingest({"records": records, "scope": "default", "source": "sample"},
+                         IndexingContext())
+            assert not out.get("failures"), out.get("failures")
+    finally:
+        store.close()
+    yield url
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
 @pytest.fixture
-def sample(store: KnowledgeStore) -> Iterator[Resources]:
-    settings = Settings(_env_file=None, chat_model="none", database_url=None,
-                        search_timeout_s=60, request_timeout_s=300)  # a loaded CI machine
-    res = Resources(settings=settings, store=store, embeddings=MiniLMEmbeddings(),
+def sample(sample_url: str) -> Iterator[Resources]:
+    store = open_app_store(sample_url)
+    res = Resources(settings=demo_settings(), store=store, embeddings=MiniLMEmbeddings(),
                     chat_override=NO_LLM)
-    records = [{"uri": p.name, "title": p.stem, "text": p.read_text("utf-8")}
-               for p in sorted(SAMPLE.glob("*.md"))]
-    with use_resources(res):
-        out = ingest({"records": records, "scope": "default", "source": "sample"},
-                     IndexingContext())
-        assert not out.get("failures"), out.get("failures")
-        yield res
+    try:
+        with use_resources(res):
+            yield res
+    finally:
+        store.close()
 
 
 def test_the_demo_question_is_answered_without_an_llm(sample: Resources) -> None:
