@@ -238,3 +238,24 @@ def test_bad_loop_options_are_one_line(env: None, files: tuple[Path, Path],
                              "--questions", str(questions), option, value)
     assert code == 2 and out == ""
     assert err.strip().splitlines() == [message]
+
+
+def test_retrieval_table_fits_an_80_column_terminal_unclipped() -> None:
+    """A narrow terminal (or a console made before COLUMNS was set) neither wraps a system's
+    name nor clips a score with an ellipsis."""
+    from rich.console import Console
+
+    from ui.cli.eval import RETRIEVAL_KEYS, _retrieval_table
+
+    def row(v: float) -> dict:
+        return {k: v for k in RETRIEVAL_KEYS} | {"latency_ms": {"p50": 512.0, "p95": 1237.0}}
+
+    console = Console(width=80)
+    with console.capture() as cap:
+        console.print(_retrieval_table({"krag": row(0.776),
+                                        "baselines": {"dense": row(1.0), "bm25": row(0.5)}}))
+    out = cap.get()
+    assert "bm25 (baseline)" in out and "dense (baseline)" in out
+    assert "…" not in out and ".776" in out and "1.000" in out
+    assert "krag 512/1237" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
