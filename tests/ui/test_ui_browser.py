@@ -239,7 +239,20 @@ def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(app_url: 
             box.press("Enter")
             answer = page.get_by_test_id("stChatMessageContent").nth(1)
             expect(answer).to_contain_text("Per Georg Scheutz", timeout=90_000)
-            page.get_by_text("Sources (").click()
+            # The diagram's frame grows once Mermaid has drawn; click after that, or the
+            # click lands on whatever the growing frame moved under the pointer.
+            svg = page.frame_locator("iframe").first.locator("pre.mermaid > svg")
+            expect(svg).to_be_visible(timeout=60_000)
+            sources = page.get_by_text("Sources (")
+            sources.scroll_into_view_if_needed()
+            where = None
+            for _ in range(40):  # until the layout has settled (two equal reads)
+                now = sources.bounding_box()
+                if now == where:
+                    break
+                where = now
+                page.wait_for_timeout(100)
+            sources.click()
             expect(page.get_by_text(f"{ENGINES} › {STOCKHOLM}").first).to_be_visible()
             mark = page.locator(".stMarkdownColoredBackground", has_text=SCHEUTZ).first
             expect(mark).to_be_visible()
