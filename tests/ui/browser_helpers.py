@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
@@ -18,6 +20,9 @@ CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-ru
 TIMEOUT = 120_000
 MIN_LABEL_PX = 12  # a label drawn smaller than this is not legible at desktop size
 HUB = "Harrowgate Foods"  # an entity of many labelled facts: a diagram larger than a window
+# A desktop window and a phone's (Streamlit folds the sidebar away below 768 px).
+SIZES = [pytest.param({"width": 1400, "height": 900}, id="1400px"),
+         pytest.param({"width": 390, "height": 844}, id="390px")]
 
 
 def launch(p: Any, size: dict[str, int], **kwargs: Any) -> tuple[Any, Any]:
@@ -31,6 +36,12 @@ def shot(page: Any, name: str, env: str = "KRAG_UI_SCREENSHOTS") -> None:
     if out := os.environ.get(env):
         Path(out).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(out) / name))
+
+
+def in_window(box: dict[str, float] | None, size: dict[str, int]) -> bool:
+    """Whether the bounding ``box`` lies wholly inside a window of ``size``."""
+    return bool(box) and box["x"] >= 0 and box["y"] >= 0 and box["width"] > 0 and (
+        box["x"] + box["width"] <= size["width"] and box["y"] + box["height"] <= size["height"])
 
 
 def ask(page: Any, question: str, n: int) -> Any:
@@ -66,6 +77,34 @@ def seed_star(url: str, leaves: int = 11) -> None:
         store.close()
 
 
+# Each navigation icon: its text (the Material Symbols ligature), the font size and the
+# width its text is drawn at (a ligature glyph is one em wide; the name in a fallback font
+# is two or more), and whether Streamlit's icon font has loaded.
+ICONS = """async () => {
+    await document.fonts.ready;
+    const loaded = [...document.fonts].some(f => f.status === 'loaded'
+        && f.family.replace(/["']/g, '') === 'Material Symbols Rounded');
+    const icons = [...document.querySelectorAll(
+        '[data-testid=stSidebarNav] [data-testid=stIconMaterial]')].map(e => {
+        const range = document.createRange();
+        range.selectNodeContents(e);
+        return {text: e.textContent, font: parseFloat(getComputedStyle(e).fontSize),
+                drawn: range.getBoundingClientRect().width};
+    });
+    return {loaded, icons};
+}"""
+
+
+def assert_material_icons(page: Any) -> None:
+    """The navigation icons are "chat" and "hub" drawn by Streamlit's Material Symbols font
+    (one square glyph each), not their names in a fallback font."""
+    seen = page.evaluate(ICONS)
+    assert seen["loaded"], ("Streamlit's Material Symbols font did not load", seen)
+    assert [i["text"] for i in seen["icons"]] == ["chat", "hub"], seen
+    for icon in seen["icons"]:  # one glyph, not the word in another font
+        assert abs(icon["drawn"] - icon["font"]) <= 2, ("drawn as text", seen)
+
+
 # Run on a diagram's <iframe> element: the boxes, in the window, of the frame and of its
 # rendered SVG; whether its scroll box or the frame's page scrolls sideways; its scale.
 SVG_FIT = """(frame) => {
@@ -80,6 +119,27 @@ SVG_FIT = """(frame) => {
                       || page.scrollWidth > page.clientWidth + 1,
             scale: parseFloat(doc.body.dataset.scale)};
 }"""
+
+
+def assert_fits_column(fit: dict[str, Any], where: str) -> None:
+    """The drawing lies within its frame's width and nothing scrolls sideways."""
+    assert fit["svg"]["width"] <= fit["frame"]["width"] + 1, (where, fit)
+    assert fit["frame"]["left"] - 1 <= fit["svg"]["left"], (where, fit)
+    assert fit["svg"]["right"] <= fit["frame"]["right"] + 1, (where, fit)
+    assert not fit["sideways"], (where, fit)
+
+
+# Run on a diagram's <iframe> element: each legend item's left and right edge in the window,
+# and the frame's.
+LEGEND_FIT = """(frame) => {
+    const doc = frame.contentDocument, f = frame.getBoundingClientRect();
+    const items = [...doc.querySelectorAll('.legend .item')].map(e => {
+        const r = e.getBoundingClientRect();
+        return {text: e.textContent, left: f.left + r.left, right: f.left + r.right};
+    });
+    return {frame: {left: f.left, right: f.right}, items};
+}"""
+
 
 # Run on the page: whether the app's main column or the window scrolls sideways.
 PAGE_SIDEWAYS = """() => {

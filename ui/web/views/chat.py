@@ -67,6 +67,7 @@ def upload(settings: Any, resources: Any, scope: str) -> None:
              f"OpenDocument text, RTF or JSON, up to {settings.max_upload_mb} MB each.")
     if report := st.session_state.pop("upload_report", None):
         panels.show_upload_report(report)
+        scroll.show_upload_report(f"upload-{round_}")  # in view on a phone's sidebar
     if not files or not st.sidebar.button("Ingest", type="primary"):
         return
     accepted, refused = [], []
