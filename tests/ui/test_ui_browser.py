@@ -25,7 +25,16 @@ from storage.evidence import fill_chunk_embeddings
 from tests.pg_fixtures import TEST_DIM, TEST_MODEL
 from tests.procs import free_port, stop_process
 from tests.query_fixtures import seed_graph
-from tests.ui.browser_helpers import CHROME_ARGS, CHROMIUM
+from tests.ui.browser_helpers import (
+    CHROME_ARGS,
+    CHROMIUM,
+    LEGEND_FIT,
+    PAGE_SIDEWAYS,
+    SIZES,
+    SVG_FIT,
+    assert_fits_column,
+    launch,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -223,15 +232,19 @@ def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(
     assert dialogs == [], f"a dialog fired: {dialogs}"
 
 
-def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(app_url: str) -> None:
-    """A cited passage reads as a person reads it: its section path, its text without
-    Markdown markers with the cited sentence highlighted, its file's short name linked."""
+@pytest.mark.parametrize("size", SIZES)
+def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(
+    app_url: str, size: dict[str, int]
+) -> None:
+    """A cited passage reads as a person reads it, on a desktop and a phone: its section
+    path, its text without Markdown markers with the cited sentence highlighted, its file's
+    short name linked; the answer's diagram fits the column under its legend, every legend
+    item within the frame; nothing scrolls sideways."""
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS)
+        browser, page = launch(p, size)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(app_url)
             box = page.get_by_test_id("stChatInput").locator("textarea")
             box.wait_for(timeout=60_000)
@@ -241,8 +254,19 @@ def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(app_url: 
             expect(answer).to_contain_text("Per Georg Scheutz", timeout=90_000)
             # The diagram's frame grows once Mermaid has drawn; click after that, or the
             # click lands on whatever the growing frame moved under the pointer.
-            svg = page.frame_locator("iframe").first.locator("pre.mermaid > svg")
+            frame = page.get_by_test_id("stChatMessage").nth(1).locator("iframe").first
+            svg = frame.content_frame.locator("pre.mermaid > svg")
             expect(svg).to_be_visible(timeout=60_000)
+            page.wait_for_function("f => f.contentDocument.body.dataset.scale",
+                                   arg=frame.element_handle())
+            assert_fits_column(frame.evaluate(SVG_FIT), "sources")
+            legend = frame.evaluate(LEGEND_FIT)
+            texts = [item["text"] for item in legend["items"]]
+            assert "named in the question" in texts and "a fact the answer cites" in texts, (
+                legend)
+            for item in legend["items"]:  # each drawn whole inside the frame
+                assert legend["frame"]["left"] - 1 <= item["left"], legend
+                assert item["right"] <= legend["frame"]["right"] + 1, legend
             sources = page.get_by_text("Sources (")
             sources.scroll_into_view_if_needed()
             where = None
@@ -265,5 +289,6 @@ def test_sources_in_chromium_show_breadcrumb_highlight_and_linked_file(app_url: 
             text = panel.inner_text()
             assert f"# {ENGINES}" not in text and "**Edvard**" not in text, text
             assert "Edvard" in text and "0 cited" not in text, text
+            assert not page.evaluate(PAGE_SIDEWAYS), "the sources scroll sideways"
         finally:
             browser.close()
