@@ -1,7 +1,8 @@
 """The no-LLM second hop's reads (graph_flows.query.second_hop): the entities a passage
-mentions, the passages of candidate bridge entities nearest the question, and the facts
-those passages state about them. Three small statements, each bounded by its arguments
-(a few chunks, a few entities), so the follow-up round costs a fraction of a full search.
+mentions, the passages of candidate bridge entities nearest the question, the passages
+about the chosen bridges (their documents' titles say its name), and the facts those
+passages state about them. Four small statements, each bounded by its arguments (a few
+chunks, a few entities), so the follow-up round costs a fraction of a full search.
 """
 
 from __future__ import annotations
@@ -77,6 +78,43 @@ def bridge_chunks(conn: Connection, scope: Scope, entity_ids: Sequence[str],
             "source", "scope")
     return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in keys}, bool(r.own),
                         float(r.sim)) for r in rows]
+
+
+_TITLED_CHUNKS = """
+SELECT x.* FROM unnest(CAST(:ids AS text[]), CAST(:names AS text[])) AS b(id, name),
+LATERAL (
+    SELECT b.id AS entity_id, c.id, c.text, c.ordinal, c.injection_spans,
+           d.id AS document_id, d.uri, coalesce(d.title, '') AS title, d.source, d.scope,
+           1 - (c.embedding <=> CAST(:v AS vector)) AS sim
+    FROM chunks c JOIN documents d ON d.id = c.document_id
+    WHERE c.tsv @@ phraseto_tsquery('english', b.name)
+      AND to_tsvector('english', coalesce(d.title, '')) @@ phraseto_tsquery('english', b.name)
+      AND d.scope = ANY(:s) AND c.embedding IS NOT NULL
+      AND NOT d.id = ANY(CAST(:skip AS text[]))
+    ORDER BY c.embedding <=> CAST(:v AS vector), c.id LIMIT :per) x
+"""
+
+
+def titled_chunks(conn: Connection, scope: Scope, names: Sequence[tuple[str, str]],
+                  vector: Sequence[float], skip_documents: Sequence[str], per_entity: int,
+                  ) -> list[BridgeChunk]:
+    """For each ``(entity id, name)`` of ``names``: the chunks that say the name, of
+    documents whose title says it too (full-text phrase matches: whole words, stemmed;
+    "British Hong Kong" for "Hong Kong"), outside the documents ``skip_documents``, nearest
+    ``vector`` first; at most ``per_entity`` each. Found by what the text says, not by
+    what an extractor stored: an extractor that keeps a thing under the phrase one passage
+    uses ("British Hong Kong") links no other name to that passage."""
+    names = [(i, n) for i, n in dict.fromkeys(names) if n.strip()]
+    if not names or per_entity <= 0:
+        return []
+    rows = conn.execute(text(_TITLED_CHUNKS), {
+        "ids": [i for i, _ in names], "names": [n for _, n in names],
+        "v": vector_literal(vector), "s": _scopes(scope), "skip": list(skip_documents),
+        "per": per_entity}).all()
+    keys = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
+            "source", "scope")
+    return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in keys}, False, float(r.sim))
+            for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,12 @@
 (graph_flows.query.hop_one), the bridge it introduces and the bridge's best passage, placed
 right after that hop-1 passage.
 
-The round reads only what it needs, in three small statements (storage.bridges): the
+The round reads only what it needs, in four small statements (storage.bridges): the
 entities the hop-1 chunks mention (the candidates, scored by their link to the question's
 relation: :func:`graph_flows.query.hop_one.candidates`), the passages of those candidates
 nearest the question (exact cosine over each candidate's own provenance, a few each,
-outside the hop-1 documents), and the facts the chosen passages state about the bridge.
+outside the hop-1 documents), the passages about the chosen bridges (below), and the facts
+the chosen passages state about the bridge.
 
 A candidate's score is its ``link`` (0..1) plus how well its best passage matches the
 question (its cosine, min-max scaled over the hop's candidates to 0..1): two kinds of
@@ -15,6 +16,18 @@ candidate without a passage outside the hop-1 documents cannot lead anywhere and
 dropped. Why it should hold elsewhere: the next hop's passage is one that mentions the
 bridge and says what the question asks about it, which is what the question's vector
 matches; the link tells apart two candidates whose passages match alike.
+
+The passage placed is the chosen bridge's best passage, or a passage about the bridge that
+matches the question better: one that says its name in a document whose title says it too
+("British Hong Kong" for Hong Kong, "Margraviate of Austria" for Austria), found by a
+full-text phrase match (storage.bridges.titled_chunks), whatever the extractor stored for
+it. Why: an extractor, an LLM's above all, stores a thing under the phrase each passage
+uses ("2000 Hong Kong action film", "British Hong Kong"), so the bridge's own provenance
+misses the passages about it; a title is what a reference text's passage is about, and its
+saying the bridge's name is read from the text, not from an extraction. Only the chosen
+bridge's passage changes, not the choice: passages that merely say a short name ("Friends",
+"Exile") in another sense would lift the wrong candidates (measured: docs/bench/HISTORY.md,
+issue 41, the replayed graph).
 
 The choice is a guess between close candidates, so the round also hedges it in the tail
 (loop.merge_hops: after the first loop.RULES_HEAD documents, where a passage can complete
@@ -80,8 +93,12 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
     near = bridges.bridge_chunks(conn, scope, ids, vector.result(), skip, PER_ENTITY) \
         if ids else []
     rows = {e.id: e for es in mentioned.values() for e in es}
-    for hop, cands in zip(hops, found, strict=True):
-        chosen = choose(cands, near)
+    choices = [choose(cands, near) for cands in found]
+    picked = [(c[0].id, c[0].name) for c in choices if c is not None]
+    about = bridges.titled_chunks(conn, scope, picked, vector.result(), skip, PER_ENTITY) \
+        if picked else []
+    for hop, cands, chosen in zip(hops, found, choices, strict=True):
+        chosen = None if chosen is None else placed(chosen, about)
         record = {"passage": hop.passage.get("title") or "", "uri": hop.passage.get("uri"),
                   "belongs": hop.by, "bridge": "", "why": "no candidate with a passage "
                   "outside the hop-1 passages", "document": ""}
@@ -137,6 +154,21 @@ def choose(cands: Sequence[hop_one.Candidate], near: Sequence[bridges.BridgeChun
            f"{hit.similarity:.2f} (best of {len(usable)} candidate"
            f"{'s' if len(usable) > 1 else ''})")
     return pick, hit, why
+
+
+def placed(chosen: tuple[hop_one.Candidate, bridges.BridgeChunk, str],
+           about: Sequence[bridges.BridgeChunk],
+           ) -> tuple[hop_one.Candidate, bridges.BridgeChunk, str]:
+    """``chosen`` (a candidate, its best passage, why) with the passage to place: its best
+    passage, or a passage about it (``about``: its document's title says the candidate's
+    name) that matches the question better (module docstring)."""
+    cand, hit, why = chosen
+    best = max((h for h in about if h.entity_id == cand.id), default=None,
+               key=lambda h: h.similarity)
+    if best is None or best.similarity <= hit.similarity:
+        return chosen
+    return cand, best, (f"{why}; “{best.row.get('title')}”, whose title names it, matches "
+                        f"at {best.similarity:.2f}: placed instead")
 
 
 def _scaled(values: Mapping[str, float]) -> dict[str, float]:
