@@ -174,9 +174,13 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     start = time.perf_counter()
     res = get_resources()
     scope = (state.get("search_metrics") or {}).get("scopes") or [state["scope"]]
+    vector = state.get("question_vector")  # round 1 embedded the same question
+
+    def embed() -> Sequence[float]:
+        return vector or res.embeddings.embed_query(state["query"])
+
     with res.store.connect() as conn:
-        found = find(conn, scope, state["query"], names, hops_of(state, follow),
-                       lambda: res.embeddings.embed_query(state["query"]), as_of)
+        found = find(conn, scope, state["query"], names, hops_of(state, follow), embed, as_of)
     merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
                                     found.tail)
     words = " ".join(follow.get("uncovered") or ())
