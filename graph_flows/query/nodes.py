@@ -34,7 +34,7 @@ from graph_flows.query import (
     sections,
 )
 from graph_flows.query.context import QueryContext
-from graph_flows.query.state import QueryState
+from graph_flows.query.state import LoopState, QueryState
 from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.untrusted import withheld_counts
@@ -124,7 +124,7 @@ def _llm_analysis(res: Any, ctx: QueryContext, query: str, hints: list[str],
                       "used the heuristic instead"]
 
 
-def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
+def retrieve_knowledge(state: LoopState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     """One retrieval round: the question (round 1) or assess_evidence's follow-up, searched
     inside Postgres (LIKE + trigram (+ vector fallback), and for recipe 'ppr' passages and
     facts ranked by PageRank); a follow-up's evidence is merged into the evidence so far
@@ -221,8 +221,11 @@ def assess_evidence(state: QueryState, runtime: Runtime[QueryContext]) -> dict[s
     metrics = dict(state.get("search_metrics") or {})
     metrics["planner"] = {"calls": sum(r["calls"] for r in rounds),
                           "tokens": sum(r["tokens"] for r in rounds)}
-    return {"rounds": rounds, "follow_up": follow, "search_metrics": metrics,
-            "errors": errors}
+    out = {"rounds": rounds, "follow_up": follow, "search_metrics": metrics,
+           "errors": errors}
+    if follow is None:  # the loop is done: round 1's vector is not kept past it
+        out["question_vector"] = None
+    return out
 
 
 def _decide(ctx: QueryContext, state: QueryState, rounds: list[dict[str, Any]],

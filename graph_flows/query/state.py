@@ -35,10 +35,6 @@ class QueryState(QueryInput, total=False):
     """Retrieved facts, most relevant first, each labelled F1..Fn, with both endpoints."""
     search_metrics: dict[str, Any]
     """Results and milliseconds per method, fallback flags, total milliseconds, errors."""
-    question_vector: list[float]
-    """The question's embedding, from round 1 (recipe 'ppr'): a follow-up from hop-1
-    passages matches the bridge's passages against the same question without embedding it
-    again. Not in the output."""
     passages: list[dict[str, Any]]
     """Recipe 'ppr' only: ranked chunks (id, text, uri, title, source, score, methods),
     labelled P1..Pn in build_context."""
@@ -96,3 +92,14 @@ class QueryOutput(TypedDict, total=False):
     search_metrics: dict[str, Any]
     rounds: list[dict[str, Any]]
     errors: list[str]
+
+
+class LoopState(QueryState, total=False):
+    """What retrieve_knowledge reads: the state and a channel of the loop's own (not in
+    the output; assess_evidence empties it when the loop ends, so the last values a
+    surface streams hold no vector)."""
+
+    question_vector: list[float]
+    """The question's embedding, from round 1 (recipe 'ppr'): a follow-up from hop-1
+    passages matches the bridge's passages against the same question without embedding it
+    again."""

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from graph_flows import query_flow
 from graph_flows.query import loop, nodes
 from graph_flows.query.context import QueryContext
+from graph_flows.query.graph import graph
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
@@ -113,7 +114,10 @@ def test_a_hop_round_reuses_round_one_s_question_vector(res: Resources) -> None:
     out = query_flow.invoke({"query": QUESTION}, context={"max_rounds": 2})
     assert [h["bridge"] for r in out["rounds"] for h in r.get("hops") or []] == ["Orsina Kael"]
     assert res.embeddings.queries.count(QUESTION) == 1  # round 1 embedded it, once
-    assert "question_vector" not in out  # a vector never leaves the graph
+    assert "question_vector" not in out  # a vector never leaves the graph ...
+    *_, (_, final) = graph.stream({"query": QUESTION}, context={"max_rounds": 2},
+                                  stream_mode=["values"])
+    assert final.get("question_vector") is None  # ... nor ends in the values surfaces read
 
 
 def test_a_hop_round_is_three_statements(res: Resources) -> None:
