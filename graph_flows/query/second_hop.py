@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph_flows.query import confidence, extractive, hop_one, loop, scoring
+from graph_flows.query.retrieval_base import _with_retry
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
@@ -179,8 +180,12 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     def embed() -> Sequence[float]:
         return vector or res.embeddings.embed_query(state["query"])
 
-    with res.store.connect() as conn:
-        found = find(conn, scope, state["query"], names, hops_of(state, follow), embed, as_of)
+    # the search pool (statement timeout, no ping on checkout: a dropped connection is
+    # replaced once, as every search statement's)
+    engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
+    hops = hops_of(state, follow)
+    found = _with_retry(engine, lambda conn: find(conn, scope, state["query"], names, hops,
+                                                  embed, as_of), ())
     merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
                                     found.tail)
     words = " ".join(follow.get("uncovered") or ())
