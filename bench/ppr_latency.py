@@ -13,7 +13,8 @@ noise falls on both alike, after a few warm-up questions. Prints p50 / p95 of ea
 each step the recipe records in ``search_metrics["ms"]`` (for ``ppr``: candidates, fact
 linking, passage search, neighbourhood fetch, PageRank, passage fetch), and R@2/5/10 and
 Ans@ctx scored as ``krag eval multihop`` scores them (graph_flows.services.evaluation).
-A recipe ``ppr+rules`` runs the query loop with the no-LLM follow-up (:func:`run_one`).
+A recipe ``ppr+rules`` runs the query loop with the no-LLM follow-up (:func:`run_one`): each
+round's own time, per kind of follow-up round, and its ratio to round 1 per question.
 """
 
 from __future__ import annotations
@@ -47,7 +48,10 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
     follow-up (``max_rounds`` 2): then ``retrieve_knowledge`` is the time of every round
     and of assess_evidence between them, and ``retrieve_knowledge.2_rounds`` the same for the
     questions that took a second round; ``round.N`` is round N's own retrieval time as its
-    record in ``rounds`` gives it (the cost of one round)."""
+    record in ``rounds`` gives it (the cost of one round), ``round.N.<kind>`` the same per
+    kind of follow-up round (``hops``: from hop-1 passages, graph_flows.query.second_hop;
+    ``rules``: the weaker guess, graph_flows.query.guess_search) and ``ratio.<kind>`` that
+    round's time over round 1's in the same question."""
     name, _, loop = recipe.partition("+")
     ctx = QueryContext(recipe=name, no_llm_follow_up=loop == "rules",
                        max_rounds=2 if loop else 1)
@@ -65,8 +69,14 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
         ms[node.__name__] = (time.perf_counter() - start) * 1000
     if len(state.get("rounds") or []) > 1:
         ms["retrieve_knowledge.2_rounds"] = ms["retrieve_knowledge"]
-    for r in state.get("rounds") or []:  # each round's own retrieval (its record's ms)
+    rounds = state.get("rounds") or []
+    for r in rounds:  # each round's own retrieval (its record's ms)
         ms[f"round.{r['round']}"] = float(r.get("ms") or 0.0)
+        if r["round"] > 1:
+            kind = "hops" if r.get("hops") else r.get("by") or "other"
+            ms[f"round.{r['round']}.{kind}"] = ms[f"round.{r['round']}"]
+            if rounds[0].get("ms"):
+                ms[f"ratio.{kind}"] = ms[f"round.{r['round']}"] / float(rounds[0]["ms"])
     return state, ms
 
 
@@ -79,9 +89,15 @@ def steps(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 def summary(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
-    """p50 / p95 / max of each timed name."""
-    return {k: {"p50": round(percentile(v, 50), 1), "p95": round(percentile(v, 95), 1),
-                "max": round(max(v), 1), "n": len(v)} for k, v in sorted(times.items())}
+    """p50 / p95 / max of each timed name (milliseconds to 0.1, ratios to 0.001)."""
+    return {k: {"p50": round(percentile(v, 50), _digits(k)),
+                "p95": round(percentile(v, 95), _digits(k)),
+                "max": round(max(v), _digits(k)), "n": len(v)}
+            for k, v in sorted(times.items())}
+
+
+def _digits(name: str) -> int:
+    return 3 if name.startswith("ratio.") else 1
 
 
 def main() -> None:
@@ -133,7 +149,9 @@ def main() -> None:
         print(f"## {r}: " + "  ".join(f"{k} {qual[k]:.3f}" for k in (
             "R@2", "R@5", "R@10", "AllSupp@10", "MRR", "Ans@ctx")))
         for name, s in report[r]["ms"].items():
-            print(f"  {name:32s} p50 {s['p50']:7.1f}  p95 {s['p95']:7.1f}  max {s['max']:7.1f}")
+            d = _digits(name)
+            print(f"  {name:32s} p50 {s['p50']:7.{d}f}  p95 {s['p95']:7.{d}f}  "
+                  f"max {s['max']:7.{d}f}  n {s['n']}")
 
 
 if __name__ == "__main__":

@@ -126,7 +126,7 @@ def retrieve_ppr(
     ranked.info["steps_ms"] = ranked.steps
     base.metrics.update(recipe="ppr", candidates="split", ppr=ranked.info,
                         total_ms=_ms(t0))
-    return Retrieved(entities, facts, base.metrics, ranked.passages)
+    return Retrieved(entities, facts, base.metrics, ranked.passages, vector=vector)
 
 
 @dataclass

@@ -17,7 +17,8 @@ that signed X?" with the label not named -> "<label> founded"). No bridge: the l
 
 The follow-up's evidence only fills the tail of the ranking (loop.RULES_HEAD) and only its
 best new document comes in (loop.RULES_NEW): without a model to read the evidence, a second
-search is a guess, and a guess must not push out what the question itself found. It runs
+search is a guess, and a guess must not push out what the question itself found. So the
+round searches only what decides that document (graph_flows.query.guess_search). It runs
 by default (QueryContext.no_llm_follow_up): measured in docs/bench/HISTORY.md (issue 24), it
 raises R@10 and AllSupp@10 on both MuSiQue graphs and lowers nothing.
 """

@@ -31,7 +31,7 @@ from graph_flows.query.nodes import (
     generate_response,
     retrieve_knowledge,
 )
-from graph_flows.query.state import QueryInput, QueryOutput, QueryState
+from graph_flows.query.state import LoopState, QueryInput, QueryOutput, QueryState
 from graph_flows.shared.graph_input import refuse_unknown_keys
 from graph_flows.shared.reads import read_only_request
 from graph_flows.shared.scoped import scoped_node
@@ -55,7 +55,9 @@ builder = StateGraph(QueryState, context_schema=QueryContext, input_schema=Query
 _in_scope = scoped_node(lambda state: state.get("scope"))
 for node in (analyze_query, retrieve_knowledge, assess_evidence, build_context,
              generate_response):
-    builder.add_node(read_only_request(_in_scope(node)))
+    # retrieve_knowledge also reads round 1's private channel (state.LoopState)
+    builder.add_node(read_only_request(_in_scope(node)),
+                     input_schema=LoopState if node is retrieve_knowledge else None)
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")
 builder.add_edge("retrieve_knowledge", "assess_evidence")

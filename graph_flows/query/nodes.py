@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -25,6 +26,7 @@ from graph_flows.query import (
     confidence,
     extractive,
     follow_up,
+    guess_search,
     loop,
     planner,
     retrieval,
@@ -32,7 +34,7 @@ from graph_flows.query import (
     sections,
 )
 from graph_flows.query.context import QueryContext
-from graph_flows.query.state import QueryState
+from graph_flows.query.state import LoopState, QueryState
 from graph_flows.shared.dates import DateParseError, require_date
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.untrusted import withheld_counts
@@ -122,7 +124,7 @@ def _llm_analysis(res: Any, ctx: QueryContext, query: str, hints: list[str],
                       "used the heuristic instead"]
 
 
-def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
+def retrieve_knowledge(state: LoopState, runtime: Runtime[QueryContext]) -> dict[str, Any]:
     """One retrieval round: the question (round 1) or assess_evidence's follow-up, searched
     inside Postgres (LIKE + trigram (+ vector fallback), and for recipe 'ppr' passages and
     facts ranked by PageRank); a follow-up's evidence is merged into the evidence so far
@@ -132,6 +134,9 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
     rounds = [dict(r) for r in state.get("rounds") or []]
     if not follow:
         found = _search(ctx, state, state["query"], state["analysis"])
+        vector = found.pop("vector", None)
+        if vector is not None:  # a follow-up from hop-1 passages matches the same question
+            found["question_vector"] = vector
         record = loop.new_round(1, state["query"], "the question", "question")
         record["ms"] = found["search_metrics"].get("total_ms", 0.0)
         record["added"] = {"passages": len(found.get("passages", [])),
@@ -144,13 +149,16 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
         record = loop.new_round(len(rounds) + 1, own.pop("query"), follow.get("why", ""),
                                 "rules") | own | {"added": added}
         return {**merged, "rounds": [*rounds, record], "follow_up": None}
-    analysis = analyze.heuristic_analysis(follow["query"], [follow["bridge"]]
-                                          if follow.get("bridge") else [])
-    found = _search(ctx, state, follow["query"], analysis)
-    merged, added = loop.merge_evidence(
-        state, found, loop.LLM_HEAD, entity_limit=ctx.entity_limit,
-        fact_limit=ctx.fact_limit) if follow.get("by") == "llm" else loop.merge_guess(
-        state, found)
+    if follow.get("by") == "llm":
+        analysis = analyze.heuristic_analysis(follow["query"], [follow["bridge"]]
+                                              if follow.get("bridge") else [])
+        found = _search(ctx, state, follow["query"], analysis)
+        merged, added = loop.merge_evidence(state, found, loop.LLM_HEAD,
+                                            entity_limit=ctx.entity_limit,
+                                            fact_limit=ctx.fact_limit)
+    else:  # a guess brings one document: only what decides it is searched (guess_search)
+        found = _search(ctx, state, follow["query"], None)
+        merged, added = loop.merge_guess(state, found)
     if merged["passages"]:
         merged["search_metrics"]["withheld"] = withheld_counts(merged["passages"])
     record = loop.new_round(len(rounds) + 1, follow["query"], follow.get("why", ""),
@@ -161,20 +169,27 @@ def retrieve_knowledge(state: QueryState, runtime: Runtime[QueryContext]) -> dic
 
 
 def _search(ctx: QueryContext, state: QueryState, query: str,
-            analysis: dict[str, Any]) -> dict[str, Any]:
-    """Entities, facts, passages (recipe 'ppr'), metrics and error lines of one search."""
+            analysis: dict[str, Any] | None) -> dict[str, Any]:
+    """Entities, facts, passages (recipe 'ppr'), metrics, error lines and the query's
+    ``vector`` of one search; without ``analysis``, a rule round's search
+    (graph_flows.query.guess_search) in round 1's scopes."""
     res = get_resources()
-    terms = analyze.search_terms(analysis)
-    predicates = analyze.question_predicates(query, terms)
     cfg = retrieval.SearchConfig(
         entity_limit=ctx.entity_limit, fact_limit=ctx.fact_limit, like_share=ctx.like_share,
         fallback_ratio=ctx.fallback_ratio, trigram_threshold=ctx.trigram_threshold,
         recipe=ctx.recipe, max_hops=ctx.max_hops)
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
-    found = retrieval.retrieve(engine, state["scope"], terms, predicates, cfg,
-                               lambda: res.embeddings.embed_query(query),
-                               deadline=state.get("deadline"),
-                               as_of=_as_of(state.get("as_of")), question=query)
+    embed = partial(res.embeddings.embed_query, query)
+    as_of, deadline = _as_of(state.get("as_of")), state.get("deadline")
+    if analysis is None:
+        chain = (state.get("search_metrics") or {}).get("scopes") or [state["scope"]]
+        found = guess_search.retrieve_guess(engine, chain, query, cfg, embed,
+                                            deadline=deadline, as_of=as_of)
+    else:
+        terms = analyze.search_terms(analysis)
+        found = retrieval.retrieve(engine, state["scope"], terms,
+                                   analyze.question_predicates(query, terms), cfg, embed,
+                                   deadline=deadline, as_of=as_of, question=query)
     errors = [f"search method {name} failed and was skipped: {msg}"
               for name, msg in found.metrics["errors"].items()]
     errors += found.metrics.get("notices", [])
@@ -182,7 +197,7 @@ def _search(ctx: QueryContext, state: QueryState, query: str,
         errors.append(f"the {res.settings.request_timeout_s:g} s request budget was spent; "
                       f"skipped search methods: {', '.join(found.metrics['skipped'])}")
     out = {"entities": found.entities, "facts": found.facts,
-           "search_metrics": found.metrics, "errors": errors}
+           "search_metrics": found.metrics, "errors": errors, "vector": found.vector}
     if found.passages:  # recipe "ppr" only: the other recipes' output stays as it was
         out["passages"] = found.passages
         found.metrics["withheld"] = withheld_counts(found.passages)
@@ -206,8 +221,11 @@ def assess_evidence(state: QueryState, runtime: Runtime[QueryContext]) -> dict[s
     metrics = dict(state.get("search_metrics") or {})
     metrics["planner"] = {"calls": sum(r["calls"] for r in rounds),
                           "tokens": sum(r["tokens"] for r in rounds)}
-    return {"rounds": rounds, "follow_up": follow, "search_metrics": metrics,
-            "errors": errors}
+    out = {"rounds": rounds, "follow_up": follow, "search_metrics": metrics,
+           "errors": errors}
+    if follow is None:  # the loop is done: round 1's vector is not kept past it
+        out["question_vector"] = None
+    return out
 
 
 def _decide(ctx: QueryContext, state: QueryState, rounds: list[dict[str, Any]],

@@ -46,6 +46,9 @@ class Retrieved:
     passages: list[dict[str, Any]] = field(default_factory=list)
     looked_up: Lookups | None = None
     """The rows fetched for ``_finish``'s ``extra`` ids (a recipe built on this one)."""
+    vector: list[float] | None = None
+    """The query's embedding when the recipe computed it (recipe ``ppr``): a later round
+    of the same request searching the same words reuses it."""
 
 
 @dataclass(frozen=True)

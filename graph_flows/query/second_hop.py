@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph_flows.query import confidence, extractive, hop_one, loop, scoring
+from graph_flows.query.retrieval_base import _with_retry
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
@@ -206,9 +207,17 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     start = time.perf_counter()
     res = get_resources()
     scope = (state.get("search_metrics") or {}).get("scopes") or [state["scope"]]
-    with res.store.connect() as conn:
-        found = find(conn, scope, state["query"], names, hops_of(state, follow),
-                       lambda: res.embeddings.embed_query(state["query"]), as_of)
+    vector = state.get("question_vector")  # round 1 embedded the same question
+
+    def embed() -> Sequence[float]:
+        return vector or res.embeddings.embed_query(state["query"])
+
+    # the search pool (statement timeout, no ping on checkout: a dropped connection is
+    # replaced once, as every search statement's)
+    engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
+    hops = hops_of(state, follow)
+    found = _with_retry(engine, lambda conn: find(conn, scope, state["query"], names, hops,
+                                                  embed, as_of), ())
     merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
                                     found.tail)
     words = " ".join(follow.get("uncovered") or ())

@@ -92,3 +92,14 @@ class QueryOutput(TypedDict, total=False):
     search_metrics: dict[str, Any]
     rounds: list[dict[str, Any]]
     errors: list[str]
+
+
+class LoopState(QueryState, total=False):
+    """What retrieve_knowledge reads: the state and a channel of the loop's own (not in
+    the output; assess_evidence empties it when the loop ends, so the last values a
+    surface streams hold no vector)."""
+
+    question_vector: list[float]
+    """The question's embedding, from round 1 (recipe 'ppr'): a follow-up from hop-1
+    passages matches the bridge's passages against the same question without embedding it
+    again."""
