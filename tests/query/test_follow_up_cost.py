@@ -120,7 +120,7 @@ def test_a_hop_round_reuses_round_one_s_question_vector(res: Resources) -> None:
     assert final.get("question_vector") is None  # ... nor ends in the values surfaces read
 
 
-def test_a_hop_round_is_three_statements(res: Resources) -> None:
+def test_a_hop_round_is_four_statements(res: Resources) -> None:
     state, runtime = _round_one()
     state |= nodes.assess_evidence(state, runtime)  # type: ignore[arg-type]
     assert state["follow_up"]["hops"]
@@ -129,5 +129,6 @@ def test_a_hop_round_is_three_statements(res: Resources) -> None:
         out = nodes.retrieve_knowledge(state, runtime)  # type: ignore[arg-type]
     assert out["rounds"][-1]["hops"][0]["bridge"] == "Orsina Kael"
     assert len(res.embeddings.queries) == asked  # the question is not embedded again
-    # the entities the hop-1 passage mentions, the candidates' passages, their facts
-    assert len(hop) == 3 and not [s for s in hop if any(k in s for k in _CANDIDATE_SQL)]
+    # the entities the hop-1 passage mentions, the candidates' passages, their facts, and the
+    # passages titled by the chosen bridge's name (second_hop.placed)
+    assert len(hop) == 4 and not [s for s in hop if any(k in s for k in _CANDIDATE_SQL)]
