@@ -199,7 +199,12 @@ async def langgraph_client(stack: AsyncExitStack, url: str, rounds: str) -> Ask:
     """An HTTP client of ``langgraph dev``; ``ask`` runs the query graph to its end."""
     import httpx
 
-    http = await stack.enter_async_context(httpx.AsyncClient(base_url=url, timeout=300))
+    # idle connections dropped after 4 s, before uvicorn's 5 s keep-alive timeout closes
+    # them from the server's side: a request sent on a connection as the server closed it
+    # failed with an empty ``ReadError`` and never reached the server (2026-11-29: 648 runs
+    # started for 648 answered questions and warm-ups, the one failed call not among them)
+    http = await stack.enter_async_context(httpx.AsyncClient(
+        base_url=url, timeout=300, limits=httpx.Limits(keepalive_expiry=4.0)))
 
     async def ask(question: str) -> bool:
         body: dict[str, Any] = {"assistant_id": "query", "input": {"query": question}}

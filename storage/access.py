@@ -21,7 +21,7 @@ accept no write (fail closed).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -116,20 +116,58 @@ def apply(dbapi_connection: Any) -> None:
     only while the server reports no transaction, so the first statement then goes straight
     in (otherwise every transaction paid one more round trip; a retrieval runs ~15).
     Anything else: psycopg's own ``BEGIN``, then the settings as a statement of their own."""
-    values = (current() or NO_ACCESS).settings()
+    pending = _pending.get()
+    extra = pending.settings if pending is not None else ()
+    values = [*(current() or NO_ACCESS).settings(), *(v for pair in extra for v in pair)]
+    sql = _SET_SQL + "".join(", set_config(%s, %s, true)" for _ in extra)
     if _plain_begin(dbapi_connection):
         from psycopg import pq
 
         pgconn = dbapi_connection.pgconn
         escape = pq.Escaping(pgconn)
         literals = [escape.escape_literal(v.encode()).decode() for v in values]
-        result = pgconn.exec_((
-            "BEGIN; " + _SET_SQL.replace("%s", "{}").format(*literals)).encode())
+        result = pgconn.exec_(("BEGIN; " + sql.replace("%s", "{}").format(*literals)).encode())
         if result.status == pq.ExecStatus.TUPLES_OK:
+            if pending is not None:
+                pending.applied = True
             return
-        # failed: the statement below raises psycopg's own error for it
+        # failed: the statement below raises psycopg's own error for it (a BEGIN that
+        # went through is undone first, else the error would be "transaction aborted")
+        if pgconn.transaction_status == pq.TransactionStatus.INERROR:
+            pgconn.exec_(b"ROLLBACK")
     with dbapi_connection.cursor() as cur:
-        cur.execute(_SET_SQL, values)
+        cur.execute(sql, values)
+    if pending is not None:
+        pending.applied = True
+
+
+@dataclass
+class _Pending:
+    """Transaction-local settings waiting for the transaction :func:`set_local` begins."""
+
+    settings: tuple[tuple[str, str], ...]
+    applied: bool = False
+
+
+_pending: ContextVar[_Pending | None] = ContextVar("krag_pending_settings", default=None)
+
+
+def set_local(conn: Any, settings: Mapping[str, str]) -> None:
+    """Transaction-local ``settings`` (as ``SET LOCAL``) for the transaction of ``conn`` (a
+    SQLAlchemy connection). Not begun yet: begun here, the settings sent in the same round
+    trip as its ``BEGIN`` and access settings (:func:`apply`); a search paid one more round
+    trip per setting statement before (five a question). Already begun, or an engine
+    without the access hook: one ``set_config`` statement."""
+    pairs = tuple((str(k), str(v)) for k, v in settings.items())
+    if not conn.in_transaction():
+        pending = _Pending(pairs)
+        with installed(_pending, pending):
+            conn.begin()
+        if pending.applied:
+            return
+    conn.exec_driver_sql(
+        "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in pairs),
+        tuple(v for pair in pairs for v in pair))
 
 
 def _plain_begin(conn: Any) -> bool:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection
 
+from storage.access import set_local
 from storage.bulk import vector_literal
 from storage.fulltext import BM25_B, BM25_K1
 from storage.search import _VALID, Scope, _scopes
@@ -207,7 +208,7 @@ def chunk_vector(conn: Connection, scope: Scope, vector: Sequence[float], limit:
     if limit <= 0:
         return []
     ef = max(int(ef_search or 0), limit)
-    conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {min(ef, 1000)}")
+    set_local(conn, {"hnsw.ef_search": str(min(ef, 1000))})
     rows = conn.execute(text(
         "SELECT c.id, 1 - (c.embedding <=> CAST(:v AS vector)) AS sim "
         "FROM chunks c JOIN documents d ON d.id = c.document_id "
@@ -336,9 +337,8 @@ def neighbourhood_part(
     # plan (the statement is prepared by psycopg after a few runs on a connection): its
     # shape does not depend on the ids, and planning it each time cost 0.5-1.2 ms of its
     # 4-6 ms (MuSiQue, 200 statements, same rows).
-    conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), "
-                      "set_config('plan_cache_mode', 'force_generic_plan', true)"),
-                 {"ef": str(max(2 * int(synonyms), 10))})
+    set_local(conn, {"hnsw.ef_search": str(max(2 * int(synonyms), 10)),
+                     "plan_cache_mode": "force_generic_plan"})
     row = conn.execute(text(_NEIGHBOURHOOD), {
         "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
         "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).one()

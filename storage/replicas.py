@@ -40,6 +40,7 @@ from storage import replica_checks
 from storage.access import installed
 from storage.engine import make_engine, mask_password
 from storage.errors import DatabaseUnavailableError
+from storage.request_memo import request_memo
 
 log = logging.getLogger("krag.storage")
 
@@ -78,12 +79,13 @@ def use_session(session: ReadSession) -> Any:
 @contextmanager
 def read_only() -> Iterator[ReadRequest]:
     """Mark this context's request as read-only (replicas may serve it); a request already
-    marked keeps its own (and its choice of replica)."""
+    marked keeps its own (and its choice of replica). A new request gets its own
+    :func:`storage.request_memo.request_memo` (the values it reads once)."""
     current = _request.get()
     if current is not None:
         yield current
         return
-    with installed(_request, ReadRequest()) as request:
+    with installed(_request, ReadRequest()) as request, request_memo():
         yield request
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from storage.errors import InvalidInputError
+from storage.request_memo import once, peek
 from storage.statements import text
 
 MAX_DEPTH = 16
@@ -30,9 +31,20 @@ def check_name(scope: str) -> str:
 
 
 def scope_chain(conn: Connection, scope: str) -> list[str]:
-    """``scope`` followed by its ancestors, nearest first (just ``[scope]`` for a root)."""
-    chain = list(conn.execute(text(_CHAIN), {"scope": scope, "max_depth": MAX_DEPTH}).scalars())
-    return chain or [scope]
+    """``scope`` followed by its ancestors, nearest first (just ``[scope]`` for a root); read
+    once per read-only request (:mod:`storage.request_memo`)."""
+    return list(once(("scope_chain", scope), lambda: _read_chain(conn, scope)))
+
+
+def known_chain(scope: str) -> list[str] | None:
+    """``scope``'s chain when this request read it already (no statement), else None."""
+    chain = peek(("scope_chain", scope))
+    return None if chain is None else list(chain)
+
+
+def _read_chain(conn: Connection, scope: str) -> tuple[str, ...]:
+    chain = tuple(conn.execute(text(_CHAIN), {"scope": scope, "max_depth": MAX_DEPTH}).scalars())
+    return chain or (scope,)
 
 
 def set_parent(conn: Connection, scope: str, parent: str | None) -> list[str]:

@@ -25,9 +25,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from storage.access import set_local
 from storage.bulk import vector_literal
 from storage.ids import normalize_name
 from storage.models import Entity, Fact
+from storage.request_memo import once
 from storage.statements import text
 from storage.text_match import contains_pattern
 
@@ -137,8 +139,7 @@ def _head_first(conn: Connection, columns: str, table: str, where: str, *,
     the common words of long texts are found in the first rows read, :func:`_all_then_first`
     was slower: fact LIKE p50 6.7 -> 16.5 ms on MuSiQue)."""
     name, alias = table.split()[0], table.split()[-1]
-    rows = conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"),
-                        {"t": name}).scalar()
+    rows = planner_rows(conn, name)
     if rows is None or rows <= HEAD_MIN_ROWS:
         select = f"SELECT {columns} FROM {table} WHERE {where}"
         return _all_then_first(select) if fenced else f"{select} LIMIT :n"
@@ -158,6 +159,14 @@ def _head_first(conn: Connection, columns: str, table: str, where: str, *,
             f"UNION ALL (SELECT {columns} FROM {pages} WHERE {where}) "
             f"UNION ALL (SELECT {columns} FROM {table} WHERE {rest} AND {where})) m "
             "LIMIT :n")
+
+
+def planner_rows(conn: Connection, table: str) -> float | None:
+    """The planner's row count of ``table`` (``pg_class.reltuples``; -1 before the first
+    ANALYZE), read once per read-only request (:mod:`storage.request_memo`): a question's
+    searches ask it 3-4 times."""
+    return once(("reltuples", table), lambda: conn.execute(text(
+        "SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"), {"t": table}).scalar())
 
 
 def _all_then_first(select: str) -> str:
@@ -253,8 +262,7 @@ def entity_fuzzy(
     words = sorted({w for t in terms for w in t.casefold().split() if len(w) >= 3})
     if not words or limit <= 0:
         return []
-    conn.exec_driver_sql(
-        f"SET LOCAL pg_trgm.similarity_threshold = {NEAR_WORD_SIMILARITY}")
+    set_local(conn, {"pg_trgm.similarity_threshold": str(NEAR_WORD_SIMILARITY)})
     rows = conn.execute(text(_FUZZY), {
         "words": words, "terms": [t.casefold() for t in terms], "s": _scopes(scope), "n": limit,
         "threshold": threshold, "per_word": per_word, "max_n": MAX_WORD_FREQUENCY}).all()
@@ -347,7 +355,7 @@ def fact_vector(
         return []
     pool = limit * FACT_OVERSAMPLE
     ef = min(max(ef_search or 0, pool), 1000)
-    conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {ef}")
+    set_local(conn, {"hnsw.ef_search": str(ef)})
     rows = conn.execute(text(_BY_VECTOR.format(columns=_F, valid=_VALID, bits=len(vector))), {
         "s": _scopes(scope), "v": vector_literal(vector), "n": limit, "pool": pool,
         "as_of": as_of}).all()

@@ -45,10 +45,17 @@ import numpy as np
 
 from graph_flows.query import passage_order, ppr, scoring
 from graph_flows.query.recipe_split import retrieve_split
-from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
+from graph_flows.query.retrieval_base import (
+    _POOL,
+    Retrieved,
+    SearchConfig,
+    _embed,
+    _Metrics,
+    scope_chain,
+)
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
-from storage import evidence, fulltext, scopes, search
+from storage import evidence, fulltext, search
 from storage.models import as_row
 
 FACT_SEEDS = 5  # linked facts whose ends seed PageRank
@@ -83,7 +90,7 @@ def retrieve_ppr(
 ) -> Retrieved:
     """The split recipe's candidates and, beside them, passages and facts ranked by PageRank;
     a scope without chunk vectors gets the split recipe's answer and a notice."""
-    chain = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    chain = scope_chain(engine, m, scope) or [scope]
     spawn = partial(_POOL.submit, m.run, engine)
     text_job = spawn("chunk_fulltext", _fulltext, chain, question, FULLTEXT_CHUNKS)
     vector = _embed(m, embed_query)

@@ -23,8 +23,9 @@ from graph_flows.query.retrieval_base import (
     _lexical_jobs,
     _Metrics,
     _note,
+    scope_chain,
 )
-from storage import scopes, search
+from storage import search
 
 RRF_K = 60
 MMR_LAMBDA = 0.7
@@ -60,7 +61,7 @@ def retrieve_rrf(
     as_of: Any,
 ) -> Retrieved:
     """Every method at the full limit, fused by rank (no split, no fallback threshold)."""
-    scope = m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope]
+    scope = scope_chain(engine, m, scope) or [scope]
     n_e, n_f = cfg.entity_limit, cfg.fact_limit
     futures = _lexical_jobs(engine, m, scope, terms, cfg, (n_e, n_e, n_f), as_of)
     vector = _embed(m, embed_query)  # overlaps the lexical statements running in the pool

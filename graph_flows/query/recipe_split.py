@@ -28,8 +28,9 @@ from graph_flows.query.retrieval_base import (
     _lexical_jobs,
     _merge_entities,
     _Metrics,
+    scope_chain,
 )
-from storage import multihop, scopes, search
+from storage import multihop, search
 
 SEEDS = 5  # entities the graph walk starts from
 FANOUT = 20  # facts followed out of each entity per hop
@@ -52,7 +53,7 @@ def retrieve_split(
     # A scope sees its own data and its ancestors' (storage.scopes); from here on ``scope``
     # is that chain.
     scope = list(chain) if chain else (
-        m.run(engine, "scope_chain", scopes.scope_chain, scope) or [scope])
+        scope_chain(engine, m, scope) or [scope])
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
     futures = _lexical_jobs(engine, m, scope, terms, cfg, (e_like, e_trgm, f_like), as_of)

@@ -15,7 +15,7 @@ from sqlalchemy.exc import DBAPIError
 
 from graph_flows.query import scoring
 from graph_flows.shared.threads import ContextThreadPool
-from storage import search
+from storage import scopes, search
 from storage.models import as_row
 
 log = logging.getLogger(__name__)
@@ -132,6 +132,12 @@ def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
             if attempt == 2 or not exc.connection_invalidated:
                 raise
     raise AssertionError("unreachable")
+
+
+def scope_chain(engine: Any, m: _Metrics, scope: str) -> list[str]:
+    """``scope`` and its ancestors: the request's own read of it when it has one (no
+    transaction opened for it), else read (an empty list when the read failed)."""
+    return scopes.known_chain(scope) or m.run(engine, "scope_chain", scopes.scope_chain, scope)
 
 
 def _sources(conn: Any, fact_ids: list[str]) -> list[tuple[str, list]]:
