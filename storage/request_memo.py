@@ -14,17 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from threading import Lock
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _memo: ContextVar[dict[Hashable, Any] | None] = ContextVar("krag_request_memo", default=None)
+_LOCKS = object()  # the memo's own key for its per-key locks
 
 
 @contextmanager
 def request_memo() -> Iterator[dict[Hashable, Any]]:
     """A fresh memo for the request this block runs (see the module docstring)."""
-    token = _memo.set({})
+    token = _memo.set({_LOCKS: ({}, Lock())})
     try:
         yield _memo.get() or {}
     finally:
@@ -36,12 +38,19 @@ def request_memo() -> Iterator[dict[Hashable, Any]]:
 
 def once(key: Hashable, read: Callable[[], T]) -> T:
     """``read()``, called once per request for ``key`` (every time outside a request).
-    Two threads of one request asking at the same moment may both read: the same value."""
+    Two threads of one request asking at the same moment: the second waits for the first's
+    read (a lock per key, so reads of other keys go on)."""
     memo = _memo.get()
     if memo is None:
         return read()
-    if key not in memo:
-        memo[key] = read()
+    if key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    locks, guard = memo[_LOCKS]
+    with guard:
+        lock = locks.setdefault(key, Lock())
+    with lock:
+        if key not in memo:
+            memo[key] = read()
     value: T = memo[key]
     return value
 
