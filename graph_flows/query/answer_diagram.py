@@ -53,7 +53,9 @@ def answer_mentions(query: str, text: str, q: extractive.Question) -> tuple[str,
     one a later sentence reaches past a bridge, else the candidate of the asked kind. The
     second holds each answer sentence's own candidate (the same rule read on that sentence
     alone, over the mentions a diagram can draw: no possessive, which names whose the thing
-    said is, and no bare number), in order, other than the first: what every cited sentence
+    said is, and no bare number; none that repeats a word of a name the question asks
+    about, :func:`confidence.repeats`: that is the asked thing under a fuller name, not
+    what the sentence adds), in order, other than the first: what every cited sentence
     adds to the chain, so a diagram draws the answer a later supporting sentence states
     even when the lead sentence's candidate is another (the answer text is the same; only
     the drawing reads every sentence it cites). A bare number
@@ -78,7 +80,8 @@ def answer_mentions(query: str, text: str, q: extractive.Question) -> tuple[str,
              for s, found_in in ents.items()}  # "Kim Jong-il's mother": whose, not who
     each = [confidence.located([s], kind, q, whole, [f])[1].text
             for s, f in zip(said, filled, strict=True)]
-    return found, [m for m in dict.fromkeys(each) if m and m != found]
+    return found, [m for m in dict.fromkeys(each)
+                   if m and m != found and not confidence.repeats(m, q)]
 
 
 def hop_links(rounds: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
