@@ -45,7 +45,7 @@ def asked_keys(names: dict[str, str], question: Question | None) -> list[str]:
         if not any(words[key] <= words[k] for k in kept):
             kept.append(key)
     covered = set().union(*(words[k] for k in kept))
-    for stem in sorted(question.names - covered):
+    for stem in sorted(s for s in question.names - covered if len(s) > 1):  # not "s" of "'s"
         heads = [k for k, name in names.items()
                  if words[k] and _last_term(name) == stem and k not in kept]
         if heads:
@@ -54,8 +54,9 @@ def asked_keys(names: dict[str, str], question: Question | None) -> list[str]:
 
 
 def _last_term(name: str) -> str:
-    """The stem of a name's last content word ("" when none)."""
-    tail = [t for w in name.split() if (t := terms(w))]
+    """The stem of a name's last content word ("" when none): of its last run of letters
+    or digits, so "U.S." gives one stem, not either of two."""
+    tail = [t for w in _NOT_WORD.split(name) if (t := terms(w))]
     return next(iter(tail[-1])) if tail else ""
 
 
