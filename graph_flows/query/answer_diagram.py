@@ -6,6 +6,9 @@ Its parts (drawn by :func:`graph_flows.query.mermaid.build_mermaid`):
   answer's candidate (the first mention of the kind the question asks for that the
   question does not hold), or the mention a later sentence reaches past a bridge
   (:func:`~graph_flows.query.confidence.chain`) when there is one;
+- what each other sentence the answer cites states: its own candidate, read by the same
+  rule on that sentence alone (:func:`answer_mentions`), so the hop a supporting sentence
+  adds (bridge -> its object) is drawn, not only the lead sentence's;
 - the facts behind the sentences the answer cites: the facts it cites (``[Fn]``), the
   retrieved facts whose sentence an extractive answer quotes, and the facts extracted from
   the passages it cites (``[Pn]``) whose sentence it quotes or whose two entities it names
@@ -31,23 +34,37 @@ from graph_flows.query import (
     extractive,
 )
 from graph_flows.query.mermaid import MAX_NODES, build_mermaid, edge_label
-from graph_flows.shared.fragments import is_number
+from graph_flows.shared.fragments import is_fragment, is_number
 from storage import search
 
 MAX_PASSAGE_FACTS = 200  # facts read from the cited passages at most
 
 
 def answer_mention(query: str, text: str, q: extractive.Question) -> str:
-    """The mention the answer states as its answer ("" when none), as the confidence label
-    reads it (:func:`confidence.located`, a sentence whose asked place holds a pronoun
-    skipped: :mod:`answer_slot`): when the question nests a relation outside its main
-    clause, the one a later sentence reaches past a bridge, else the candidate of the asked
-    kind. A bare number ("1985") is a candidate only when the question asks for a number or
-    a date: it names no film, place or person, so it is no answer to "what movie" (a
-    diagram draws a bare number only as the answer)."""
+    """The mention the answer states as its answer ("" when none): :func:`answer_mentions`."""
+    return answer_mentions(query, text, q)[0]
+
+
+def answer_mentions(query: str, text: str, q: extractive.Question) -> tuple[str, list[str]]:
+    """(the answer's mention, what each answer sentence states). The first is the mention
+    the answer states as its answer ("" when none), as the confidence label reads it
+    (:func:`confidence.located`, a sentence whose asked place holds a pronoun skipped:
+    :mod:`answer_slot`): when the question nests a relation outside its main clause, the
+    one a later sentence reaches past a bridge, else the candidate of the asked kind. The
+    second holds each answer sentence's own candidate (the same rule read on that sentence
+    alone, over the mentions a diagram can draw: no possessive, which names whose the thing
+    said is, and no bare number; none that repeats a word of a name the question asks
+    about, :func:`confidence.repeats`: that is the asked thing under a fuller name, not
+    what the sentence adds), in order, other than the first: what every cited sentence
+    adds to the chain, so a diagram draws the answer a later supporting sentence states
+    even when the lead sentence's candidate is another (the answer text is the same; only
+    the drawing reads every sentence it cites). A bare number
+    ("1985") is a candidate only when the question asks for a number or a date: it names
+    no film, place or person, so it is no answer to "what movie" (a diagram draws a bare
+    number only as the answer)."""
     said = confidence.answer_sentences(text)
     if not said:
-        return ""
+        return "", []
     qdoc, *docs = answer_kind.parse([query, *said])
     kind = answer_kind.asked_kind(query)
     counted = kind in ("number", "date")  # a bare number answers only these
@@ -55,12 +72,16 @@ def answer_mention(query: str, text: str, q: extractive.Question) -> str:
             for s, d in zip(said, docs, strict=True)}
     slot = answer_slot.asked_slot(query, qdoc)
     filled = [answer_slot.fill(slot, s, d) for s, d in zip(said, docs, strict=True)]
+    found = confidence.located(said, kind, q, ents, filled)[1].text
     asked = confidence.relation_words(q)
     if len(asked_relation.main_relation(query, asked, qdoc)) < len(asked):  # nested
-        _, reached = confidence.chained(said, kind, q, ents, filled)
-        if reached.text:
-            return reached.text
-    return confidence.located(said, kind, q, ents, filled)[1].text
+        found = confidence.chained(said, kind, q, ents, filled)[1].text or found
+    whole = {s: tuple(m for m in found_in if not is_fragment(m.text))
+             for s, found_in in ents.items()}  # "Kim Jong-il's mother": whose, not who
+    each = [confidence.located([s], kind, q, whole, [f])[1].text
+            for s, f in zip(said, filled, strict=True)]
+    return found, [m for m in dict.fromkeys(each)
+                   if m and m != found and not confidence.repeats(m, q)]
 
 
 def hop_links(rounds: Sequence[dict[str, Any]], passages: Sequence[dict[str, Any]],
@@ -136,9 +157,10 @@ def answer_diagram(query: str, q: extractive.Question, text: str, mode: str, lab
     ids = set(cited_fact_ids(text, mode, cited, facts)) | {f["id"] for f in passage_facts}
     order = sorted((f for f in pool if f["id"] in ids), key=lambda f: reading_order(text, f))
     bridges, hop_said = hop_links(rounds, passages)
+    found, stated = answer_mentions(query, text, q)
     return build_mermaid(entities, pool, max_nodes, question=q,
                          cited=list(dict.fromkeys(f["id"] for f in order)),
-                         answer=answer_mention(query, text, q), bridges=bridges,
+                         answer=found, bridges=bridges, stated=stated,
                          sentences=confidence.answer_sentences(text), context=hop_said)
 
 

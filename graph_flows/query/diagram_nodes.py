@@ -19,6 +19,7 @@ _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 _PAIRED = re.compile(r"[()\[\]{}\"“”]")
 MAX_ASKED = 3  # entities the question names drawn at most (the most specific first)
 MAX_BRIDGES = 2  # one per hop-1 passage (graph_flows.query.hop_one.MAX_HOPS)
+MAX_STATED = 2  # what the supporting sentences state (an extractive answer shows two)
 ANSWER = "answer:"
 
 
@@ -44,7 +45,7 @@ def asked_keys(names: dict[str, str], question: Question | None) -> list[str]:
         if not any(words[key] <= words[k] for k in kept):
             kept.append(key)
     covered = set().union(*(words[k] for k in kept))
-    for stem in sorted(question.names - covered):
+    for stem in sorted(s for s in question.names - covered if len(s) > 1):  # not "s" of "'s"
         heads = [k for k, name in names.items()
                  if words[k] and _last_term(name) == stem and k not in kept]
         if heads:
@@ -53,8 +54,9 @@ def asked_keys(names: dict[str, str], question: Question | None) -> list[str]:
 
 
 def _last_term(name: str) -> str:
-    """The stem of a name's last content word ("" when none)."""
-    tail = [t for w in name.split() if (t := terms(w))]
+    """The stem of a name's last content word ("" when none): of its last run of letters
+    or digits, so "U.S." gives one stem, not either of two."""
+    tail = [t for w in _NOT_WORD.split(name) if (t := terms(w))]
     return next(iter(tail[-1])) if tail else ""
 
 
@@ -108,6 +110,29 @@ def answer_node(names: dict[str, str], answer: str, said: Sequence[dict[str, Any
     if key == ANSWER or node_key(names[key]) != node_key(mention):
         names[key] = mention  # the entity as the answer names it ("Hall", not "Hall Hall")
     return key
+
+
+def stated_keys(names: dict[str, str], stated: Sequence[str],
+                taken: Iterable[str | None] = ()) -> list[str]:
+    """The keys of what the answer's other sentences state (each sentence's candidate:
+    :func:`graph_flows.query.answer_diagram.answer_mentions`): the entity of the same name
+    (folded), else a key ``stated:<name>`` drawn by the mention (not a shorter name inside
+    it: "Kim" is not "Kim Jong-suk"); none that is a fragment (a bare number, a
+    possessive) or ``taken`` (the answer's, the question's, a bridge's); at most
+    :data:`MAX_STATED`."""
+    out: list[str] = []
+    skip = set(taken)
+    for mention in (clean_mention(m) for m in stated):
+        if not mention or is_fragment(mention):
+            continue
+        wanted = node_key(mention)
+        key = next((k for k, n in names.items() if node_key(n) == wanted), None)
+        if key is None:
+            key = f"stated:{wanted}"
+            names[key] = mention
+        if key not in skip and key not in out:
+            out.append(key)
+    return out[:MAX_STATED]
 
 
 def bridge_keys(names: dict[str, str], bridges: Sequence[str],

@@ -89,17 +89,21 @@ def shortest(edges: Sequence[Edge], start: str, goal: str) -> list[Edge] | None:
 
 
 def chain(drawing: Drawing, edges: Sequence[Edge], names: dict[str, str],
-           said: Sequence[dict[str, Any]], shown: set[str]) -> None:
+           said: Sequence[dict[str, Any]], shown: set[str], then: Sequence[str] = ()) -> None:
     """The shortest labelled paths between the nodes drawn (the answer and the question's
-    entities), then the facts the answer says, in its order: a labelled fact as its edge,
+    entities), then the nodes ``then`` (what the answer's other sentences state), then the
+    facts the answer says, those touching a node drawn so far first (:func:`hops_first`),
+    each group in its order: a labelled fact as its edge,
     a co-occurrence as the edge its sentence states (:func:`said_edge`), else as its two
     entities, unconnected; then the shortest labelled paths from the answer and the
     question's entities to those; each while it fits."""
     cited = frozenset(f.get("id") for f in said)
     seeds = list(drawing.names)
     _connect(drawing, edges, names, cited, combinations(seeds, 2))
+    for key in then:
+        drawing.add_node(key, names[key])
     labelled = {e[2].get("id"): e for e in edges}
-    for fact in said:
+    for fact in hops_first(said, seeds):
         if fact.get("id") in labelled:
             drawing.add_edges([labelled[fact["id"]]], names, cited)
             continue
@@ -111,6 +115,14 @@ def chain(drawing: Drawing, edges: Sequence[Edge], names: dict[str, str],
                 drawing.add_node(key, names[key])
     ends = [k for k in drawing.names if k not in seeds]
     _connect(drawing, edges, names, cited, ((a, b) for a in seeds for b in ends))
+
+
+def hops_first(said: Sequence[dict[str, Any]], chain_keys: Sequence[str],
+               ) -> list[dict[str, Any]]:
+    """The facts the answer says, those that touch a node of the chain (the answer, the
+    question's entities, a bridge) first, each group in the answer's order."""
+    on = set(chain_keys)
+    return sorted(said, key=lambda f: not ({f.get("subject_id"), f.get("object_id")} & on))
 
 
 def said_edge(fact: dict[str, Any], names: dict[str, str], shown: set[str]) -> Edge | None:
@@ -134,6 +146,8 @@ class Ends:
     asked: Sequence[str]
     bridges: Sequence[str]
     answer: str | None
+    stated: Sequence[str] = ()
+    """What the answer's other sentences state (each sentence's candidate)."""
 
 
 def link_chain(drawing: Drawing, names: dict[str, str], ends: Ends,
@@ -148,16 +162,24 @@ def link_chain(drawing: Drawing, names: dict[str, str], ends: Ends,
         if bridge in drawing.names and not _joined(drawing, bridge, ends.asked):
             _sentence_edge(drawing, names, [a for a in ends.asked if a in drawing.names],
                            bridge, sentences, context)
-    answer = ends.answer
-    if answer is None or answer not in drawing.names:
+    for end in (ends.answer, *ends.stated):
+        _link_end(drawing, names, ends, end, sentences, context)
+
+
+def _link_end(drawing: Drawing, names: dict[str, str], ends: Ends, key: str | None,
+              sentences: Sequence[str], context: Sequence[str]) -> None:
+    """Join ``key`` (the answer, or what a supporting sentence states) to a bridge or a
+    question entity by the relation a sentence states, else, when it has no edge at all,
+    to another drawn node it is named beside (:func:`link_chain`)."""
+    if key is None or key not in drawing.names:
         return
-    anchors = [k for k in [*ends.bridges, *ends.asked] if k in drawing.names]
-    if _joined(drawing, answer, anchors) or _sentence_edge(
-            drawing, names, anchors, answer, sentences, context):
+    anchors = [k for k in [*ends.bridges, *ends.asked] if k in drawing.names and k != key]
+    if _joined(drawing, key, anchors) or _sentence_edge(
+            drawing, names, anchors, key, sentences, context):
         return
-    if not any(answer in (a, b) for a, _, b in drawing.edges):
-        others = [k for k in drawing.names if k != answer and k not in anchors]
-        _sentence_edge(drawing, names, others, answer, sentences, ())
+    if not any(key in (a, b) for a, _, b in drawing.edges):
+        others = [k for k in drawing.names if k != key and k not in anchors]
+        _sentence_edge(drawing, names, others, key, sentences, ())
 
 
 def _joined(drawing: Drawing, key: str, others: Sequence[str]) -> bool:

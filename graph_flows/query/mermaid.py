@@ -6,9 +6,11 @@ the ``answer`` mention) draws, in this order, while it fits ``max_nodes`` (defau
 :data:`MAX_NODES`): the answer's own entity (the answer's span itself when no entity is
 named so); the entities the question names (the most specific first); the bridges a
 follow-up round found (graph_flows.query.second_hop); the shortest paths of labelled facts
-between those, over the facts given; the facts the answer cites; then the chain question
-entity -> bridge -> answer where no fact joins it, by the relation the sentence naming both
-states (graph_flows.query.diagram_paths). It never adds facts only because they rank well:
+between those, over the facts given; what the answer's other cited sentences state
+(``stated``: each one's own candidate); the facts the answer cites, those touching the
+chain first; then the chain question entity -> bridge -> answer (and each stated node)
+where no fact joins it, by the relation the sentence naming both states
+(graph_flows.query.diagram_paths). It never adds facts only because they rank well:
 the neighbourhood is not the explanation. Without any of the three, the best-ranked
 labelled facts are grown from the first one (from ``focus`` when given: Explore's entity).
 
@@ -43,6 +45,7 @@ from graph_flows.query.diagram_nodes import (
     asked_keys,
     bridge_keys,
     node_key,
+    stated_keys,
 )
 from graph_flows.query.diagram_paths import Drawing, Ends, chain, edge_label, grow, link_chain
 from graph_flows.query.extractive import Question
@@ -140,12 +143,14 @@ def build_mermaid(
     max_nodes: int = MAX_NODES, *, question: Question | None = None,
     cited: Sequence[str] = (), answer: str = "", focus: str | None = None,
     bridges: Sequence[str] = (), sentences: Sequence[str] = (), context: Sequence[str] = (),
+    stated: Sequence[str] = (),
 ) -> str:
     """``graph TD`` of an answer's evidence chain (``question``, ``cited`` fact ids in the
     order the answer says them, the ``answer`` mention, the ``bridges`` a follow-up found,
     the answer's ``sentences`` and other ``context`` sentences a missing link is read
-    from) or, without those, of the best-ranked labelled facts grown from ``focus`` (an
-    entity id) or from the best fact; see the module docstring."""
+    from, and what its other sentences ``stated``) or, without those, of the best-ranked
+    labelled facts grown from ``focus`` (an entity id) or from the best fact; see the
+    module docstring."""
     if max_nodes < 1:
         raise ValueError("max_nodes must be at least 1")
     types, names = _graph(entities, facts)
@@ -153,8 +158,9 @@ def build_mermaid(
     said = [by_id[i] for i in dict.fromkeys(cited) if i in by_id]
     answer_at = answer_node(names, answer, said)
     middle = [k for k in bridge_keys(names, bridges, [answer_at]) if not is_fragment(names[k])]
+    hops = stated_keys(names, stated, [answer_at, *middle])
     shown = {k for k in names
-             if k in (answer_at, focus, *middle) or not is_fragment(names[k])}
+             if k in (answer_at, focus, *middle, *hops) or not is_fragment(names[k])}
     edges = [(f["subject_id"], f["object_id"], f) for f in facts
              if edge_label(f) and f.get("subject_id") != f.get("object_id")
              and f.get("subject_id") in shown and f.get("object_id") in shown]
@@ -165,11 +171,12 @@ def build_mermaid(
         grow(drawing, edges, names)
         return _render(drawing, {"focus": {focus}}, _labels(drawing.names, types))
     asked = [k for k in asked_keys(names, question) if k in shown and k not in middle]
+    hops = [k for k in hops if k not in asked]
     for key in [answer_at, *asked, *middle]:
         if key is not None:
             drawing.add_node(key, names[key])
-    chain(drawing, edges, names, said, shown)
-    link_chain(drawing, names, Ends(asked, middle, answer_at), sentences, context)
+    chain(drawing, edges, names, said, shown, hops)
+    link_chain(drawing, names, Ends(asked, middle, answer_at, hops), sentences, context)
     return _render(drawing, {"question": set(asked), "answer": {answer_at}},
                    _labels(drawing.names, types))
 

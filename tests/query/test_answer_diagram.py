@@ -213,3 +213,72 @@ def test_a_bare_number_answers_only_a_question_asking_a_number_or_date() -> None
     assert answer_diagram.answer_mention(when, text, extractive.question(when)) == "1985"
     assert clean_mention("the Opposition (Jamaica") == "Opposition"
     assert clean_mention("Hello (song)") == "Hello (song)"
+
+
+def _extractive(lead: str, *support: str) -> str:
+    """An extractive answer: its lead sentence citing [P1], then supporting sentences."""
+    from graph_flows.query.answer import EXTRACTIVE_HEADER
+
+    lines = [EXTRACTIVE_HEADER, "", f"{lead} [P1]", "", "Supporting evidence:"]
+    return "\n".join([*lines, *(f"- {s} [P{i}]" for i, s in enumerate(support, 2))])
+
+
+def test_the_diagram_draws_what_a_later_cited_sentence_states() -> None:
+    """The lead sentence's candidate is not the answer; the second cited sentence states it
+    (no stored entity is named so): the diagram still draws it, joined to the question's
+    entity by the relation that sentence states, within 12 nodes, every edge labelled."""
+    query = "Who founded Brightmoor?"
+    lead = "In 1990 Brightmoor hired Samuel Reyes as its chief engineer."
+    second = "Brightmoor was founded by Orsina Kael."
+    text = _extractive(lead, second)
+    q = extractive.question(query)
+    facts = [_fact(f"d{i}", "Brightmoor", f"Decoy {i}", "works with") for i in range(20)]
+    facts.append({**_fact("h", "Brightmoor", "Samuel Reyes", "hired"), "fact": lead})
+    entities = [{"id": f["object_id"], "name": f["object"], "type": "thing"} for f in facts]
+    entities.append({"id": "brightmoor", "name": "Brightmoor", "type": "organisation"})
+    cited = [{"passage_id": "p1"}, {"passage_id": "p2"}]
+    diagram = answer_diagram.answer_diagram(query, q, text, "extractive", "medium", cited,
+                                            entities, facts, [], MAX_NODES)
+    assert_valid_mermaid(diagram)
+    drawn = parse_mermaid(diagram)
+    by_name = {v: k for k, v in drawn.nodes.items()}
+    assert "Orsina Kael" in by_name, drawn.nodes
+    assert (by_name["Brightmoor"], "was founded by", by_name["Orsina Kael"]) in drawn.edges
+    assert len(drawn.nodes) <= MAX_NODES and all(label for _, label, _ in drawn.edges)
+    assert f"class {by_name['Samuel Reyes']} answer" in diagram  # as the label reads it
+    assert answer_diagram.answer_mentions(query, text, q) == ("Samuel Reyes", ["Orsina Kael"])
+
+
+def test_a_later_sentence_states_no_possessive_and_no_bare_number() -> None:
+    """What a sentence states is a thing a diagram can draw: "Samuel Reyes's" names whose
+    the wife is, so the sentence states "Orsina Kael"; a bare number states nothing."""
+    query = "Who is the wife of Tomas Reyes?"
+    text = _extractive("Tomas Reyes is the son of Samuel Reyes.",
+                       "Samuel Reyes's wife, Orsina Kael, was born in 1931.")
+    found, stated = answer_diagram.answer_mentions(query, text, extractive.question(query))
+    assert found == "Samuel Reyes" and stated == ["Orsina Kael"]
+
+
+def test_the_facts_that_touch_the_chain_are_drawn_before_the_others() -> None:
+    """A cited sentence's fact joining the question's entity to what it adds comes before
+    facts naming only other things, even when these are said first and fill the budget."""
+    q = extractive.question("Where are Gila monsters found?")
+    facts = [_fact(f"d{i}", f"Decoy {i}", f"Other {i}", "met") for i in range(8)]
+    facts.append(_fact("h", "Gila", "Sonora", "is found in"))
+    entities = [{"id": "gila", "name": "Gila", "type": "animal"}]
+    diagram = build_mermaid(entities, facts, question=q,
+                            cited=[*(f"d{i}" for i in range(8)), "h"], answer="Lone Hill")
+    drawn = parse_mermaid(diagram)
+    assert "Sonora" in drawn.nodes.values(), drawn.nodes
+    assert len(drawn.nodes) <= MAX_NODES
+
+
+def test_a_possessive_s_names_no_node_of_the_question() -> None:
+    """The "s" of "Eye's" is no name of the question: "U.S." is not drawn as one (its last
+    word read as one stem, whatever the hash order of a set)."""
+    from graph_flows.query.diagram_nodes import _last_term, asked_keys
+
+    q = extractive.question("Who is the spouse of Big Eye's main director?")
+    names = {"us": "U.S.", "big": "Big Eyes", "tb": "Tim Burton"}
+    assert asked_keys(names, q) == ["big"]
+    assert _last_term("U.S.") == _last_term("S") and _last_term("Edgar F. Codd") == "codd"
