@@ -103,11 +103,19 @@ def _scratch_database(server_url: str, prefix: str, options: str = "") -> Iterat
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
+@contextmanager
+def migrated_database(server_url: str, template: str, prefix: str = "krag_t_"
+                      ) -> Iterator[str]:
+    """A database cloned from the migrated ``template`` (its URL), dropped on exit."""
+    with _scratch_database(server_url, prefix,
+                           f"TEMPLATE {template} STRATEGY FILE_COPY") as url:
+        yield url
+
+
 @pytest.fixture
 def db_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     """A fresh, migrated database for one test (dropped afterwards)."""
-    with _scratch_database(pg_server_url, "krag_t_",
-                           f"TEMPLATE {pg_template} STRATEGY FILE_COPY") as url:
+    with migrated_database(pg_server_url, pg_template) as url:
         yield url
 
 

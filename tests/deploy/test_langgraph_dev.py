@@ -90,6 +90,17 @@ def test_langgraph_dev_serves_both_graphs(langgraph_server: str, db_url: str) ->
             "input": {"texts": ["Grace Hopper created the COBOL language at Remington Rand."],
                       "source": "api-test"}}).json()
         assert "error" not in ingest, json.dumps(ingest)[:2000]
+        # a run on a thread with an unknown input key names the key it meant, for both graphs
+        # (was tests/query/test_query_graph.py::test_langgraph_dev_names_unknown_input_keys,
+        # which started a server of its own)
+        for graph_id, payload, message in (
+                ("query", {"question": "Who?"}, "did you mean 'query'?"),
+                ("indexing", {"text": ["x"]}, "did you mean 'texts'?")):
+            thread = client.post("/threads", json={}).json()["thread_id"]
+            out = client.post(f"/threads/{thread}/runs/wait", json={
+                "assistant_id": graph_id, "input": payload}).json()
+            assert message in str(out), out
+            assert "query is empty" not in str(out)
 
 
 def test_graph_schemas_build_on_this_python() -> None:

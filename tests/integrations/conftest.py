@@ -3,11 +3,9 @@ own, for the retriever's and the tool's tests (they only read it)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from graph_flows.indexing.context import IndexingContext
@@ -15,7 +13,7 @@ from graph_flows.services.ingest import ingest
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
-from tests.pg_fixtures import open_app_store, with_database
+from tests.pg_fixtures import migrated_database, open_app_store
 
 SAMPLE = Path(__file__).resolve().parents[2] / "graph_flows" / "sample_corpus"
 QUESTION = "What did Edgar Codd propose, and which systems were built on it?"
@@ -37,27 +35,22 @@ def corpus_settings(**overrides: object) -> Settings:
 def corpus_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     """A database holding the sample corpus in scope 'default' and one document in scope
     OTHER (dropped after the session; the tests only read it)."""
-    name = f"krag_lc_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
-    url = with_database(pg_server_url, name)
-    store = open_app_store(url)
-    try:
-        res = Resources(settings=corpus_settings(), store=store,
-                        embeddings=MiniLMEmbeddings(), chat_override=NO_LLM)
-        with use_resources(res):
-            out = ingest({"paths": [str(SAMPLE)], "scope": "default", "source": "sample"},
-                         IndexingContext())
-            assert not out.get("failures"), out.get("failures")
-            out = ingest({"records": [{"uri": "zanthor.md", "title": "Zanthor vault",
-                                       "text": SECRET_TEXT}],
-                          "scope": OTHER, "source": "vault"}, IndexingContext())
-            assert not out.get("failures"), out.get("failures")
-    finally:
-        store.close()
-    yield url
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with migrated_database(pg_server_url, pg_template, "krag_lc_") as url:
+        store = open_app_store(url)
+        try:
+            res = Resources(settings=corpus_settings(), store=store,
+                            embeddings=MiniLMEmbeddings(), chat_override=NO_LLM)
+            with use_resources(res):
+                out = ingest({"paths": [str(SAMPLE)], "scope": "default", "source": "sample"},
+                             IndexingContext())
+                assert not out.get("failures"), out.get("failures")
+                out = ingest({"records": [{"uri": "zanthor.md", "title": "Zanthor vault",
+                                           "text": SECRET_TEXT}],
+                              "scope": OTHER, "source": "vault"}, IndexingContext())
+                assert not out.get("failures"), out.get("failures")
+        finally:
+            store.close()
+        yield url
 
 
 @pytest.fixture(scope="session")

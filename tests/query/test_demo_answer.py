@@ -4,11 +4,9 @@ over the bundled sample corpus (ingested by the rule extractor, as the demo does
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from graph_flows import query_flow
@@ -20,7 +18,7 @@ from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.fragments import is_fragment
 from graph_flows.shared.resources import NO_LLM, Resources, use_resources
 from graph_flows.shared.settings import Settings
-from tests.pg_fixtures import open_app_store, with_database
+from tests.pg_fixtures import migrated_database, open_app_store
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "graph_flows" / "sample_corpus"
@@ -45,25 +43,20 @@ def demo_settings() -> Settings:
 def sample_url(pg_server_url: str, pg_template: str) -> Iterator[str]:
     """A database holding the sample corpus, ingested once for this module's tests (they
     only read it)."""
-    name = f"krag_demo_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {pg_template} STRATEGY FILE_COPY")
-    url = with_database(pg_server_url, name)
-    store = open_app_store(url)
-    try:
-        res = Resources(settings=demo_settings(), store=store, embeddings=MiniLMEmbeddings(),
-                        chat_override=NO_LLM)
-        records = [{"uri": p.name, "title": p.stem, "text": p.read_text("utf-8")}
-                   for p in sorted(SAMPLE.glob("*.md"))]
-        with use_resources(res):
-            out = ingest({"records": records, "scope": "default", "source": "sample"},
-                         IndexingContext())
-            assert not out.get("failures"), out.get("failures")
-    finally:
-        store.close()
-    yield url
-    with psycopg.connect(pg_server_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    with migrated_database(pg_server_url, pg_template, "krag_demo_") as url:
+        store = open_app_store(url)
+        try:
+            res = Resources(settings=demo_settings(), store=store,
+                            embeddings=MiniLMEmbeddings(), chat_override=NO_LLM)
+            records = [{"uri": p.name, "title": p.stem, "text": p.read_text("utf-8")}
+                       for p in sorted(SAMPLE.glob("*.md"))]
+            with use_resources(res):
+                out = ingest({"records": records, "scope": "default", "source": "sample"},
+                             IndexingContext())
+                assert not out.get("failures"), out.get("failures")
+        finally:
+            store.close()
+        yield url
 
 
 @pytest.fixture

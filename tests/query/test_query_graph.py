@@ -16,7 +16,6 @@ from graph_flows.query.answer import EXTRACTIVE_HEADER
 from graph_flows.query.mermaid import build_mermaid, escape_label
 from graph_flows.query.retrieval import SearchConfig, retrieve
 from storage import search
-from tests.deploy.test_langgraph_dev import langgraph_server  # noqa: F401 (fixture)
 from tests.query_fixtures import analysis_message, scripted, seed_graph
 
 
@@ -274,7 +273,9 @@ def test_unknown_scope_returns_nothing_from_other_scopes(resources) -> None:
     ({"query": "q"}, {"fact_limit": 500}, "fact_limit must be 1..200"),
     ({"query": "q"}, {"like_share": 1.5}, "like_share must be 0..1"),
 ])
-def test_bad_input_names_the_limit(payload, context, message) -> None:
+def test_bad_input_names_the_limit(resources, payload, context, message) -> None:
+    # on the test's resources: without them, the run context is checked after the default
+    # resources open, which started an embedded PostgreSQL in ./.krag (the checkout)
     with pytest.raises(InvalidQueryError, match=re.escape(message)):
         query_flow.invoke(payload, context=context)
 
@@ -318,19 +319,3 @@ def test_known_keys_still_run(resources) -> None:
     out = query_flow.invoke({"query": "Ada Lovelace", "scope": "default",
                              "entity_hints": ["Ada Lovelace"], "as_of": "2100"})
     assert out["entities"]
-
-
-@pytest.mark.slow
-def test_langgraph_dev_names_unknown_input_keys(request: pytest.FixtureRequest) -> None:
-    import httpx
-
-    base = request.getfixturevalue("langgraph_server")  # tests/deploy/test_langgraph_dev.py
-    with httpx.Client(base_url=base, timeout=120) as client:
-        for graph_id, payload, message in (
-                ("query", {"question": "Who?"}, "did you mean 'query'?"),
-                ("indexing", {"text": ["x"]}, "did you mean 'texts'?")):
-            thread = client.post("/threads", json={}).json()["thread_id"]
-            out = client.post(f"/threads/{thread}/runs/wait", json={
-                "assistant_id": graph_id, "input": payload}).json()
-            assert message in str(out), out
-            assert "query is empty" not in str(out)

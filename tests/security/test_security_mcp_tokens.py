@@ -8,10 +8,8 @@ import asyncio
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from graph_flows.services import scopes as scope_service
 from graph_flows.services import tokens
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
-from tests.pg_fixtures import execute, rows
-from tests.procs import free_port, krag_env, run_cli, stop_process
+from storage.access import WHOLE_STORE, use_access
+from tests.pg_fixtures import execute, migrated_database, open_app_store, rows
+from tests.procs import free_port, krag_env, mcp_http_server, run_cli
 from tests.query_fixtures import _EMBEDDER, seed_graph
 from ui.hosts import is_loopback, ui_exposure_warning
 from ui.mcp import build_server
@@ -235,14 +234,12 @@ def test_non_loopback_without_tokens_is_refused(store: KnowledgeStore, db_url: s
 
 # -- a real server over streamable HTTP -------------------------------------------------------
 
-@pytest.fixture
-def two_teams(store: KnowledgeStore) -> KnowledgeStore:
+def _two_teams(store: KnowledgeStore) -> None:
     """org (the graph) > team-a (nothing of its own); team-b with its own copy."""
     seed_graph(store, scope="org", source="org-history")
     seed_graph(store, scope="team-b", source="b-history")
     _team_b_only(store)
     scope_service.set_parent(store, "team-a", "org")
-    return store
 
 
 B_ONLY = "Grace Hopper created the COBOL language at Remington Rand."
@@ -261,28 +258,34 @@ def _team_b_only(store: KnowledgeStore) -> None:
         chunk_ids=(chunk,))])
 
 
+@pytest.fixture(scope="module")
+def served(pg_server_url: str, pg_template: str, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[tuple[str, KnowledgeStore]]:
+    """One `krag mcp --transport http --scope team-b` (with a token in the database) for
+    this module's HTTP tests, on one database of :func:`_two_teams`: (its URL, the store).
+    Each test makes tokens of its own names and writes only in team-a (one test, which
+    first checks team-a holds nothing of its own)."""
+    tmp = tmp_path_factory.mktemp("mcp-http")
+    with migrated_database(pg_server_url, pg_template) as db_url:
+        store = open_app_store(db_url)
+        try:
+            with use_access(WHOLE_STORE):
+                _two_teams(store)
+                tokens.create_token(store, "team-b", name="bootstrap")
+            with mcp_http_server(krag_env(db_url, tmp), tmp, "--scope", "team-b") as url:
+                yield url, store
+        finally:
+            store.close()
+
+
 @pytest.fixture
-def server(two_teams: KnowledgeStore, db_url: str, tmp_path: Path) -> Iterator[str]:
-    """`krag mcp --transport http --scope team-b` with a token in the database."""
-    tokens.create_token(two_teams, "team-b", name="bootstrap")
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http", "--port",
-         str(port), "--scope", "team-b"], env=krag_env(db_url, tmp_path), cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        stop_process(proc)
+def server(served: tuple[str, KnowledgeStore]) -> str:
+    return served[0]
+
+
+@pytest.fixture
+def two_teams(served: tuple[str, KnowledgeStore]) -> KnowledgeStore:
+    return served[1]
 
 
 _INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

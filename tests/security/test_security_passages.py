@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,7 @@ from graph_flows.shared.settings import Settings
 from graph_flows.shared.untrusted import MARKER
 from graph_flows.testing.llm_server import LLMServer
 from storage import KnowledgeStore
-from tests.procs import krag_env
+from tests.procs import krag_env, run_cli
 from tests.security.test_untrusted import open_tags
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,8 +157,9 @@ def test_kag_query_returns_no_hostile_text(hostile_store: KnowledgeStore) -> Non
 
 
 @pytest.mark.slow
-def test_cli_and_mcp_show_the_marker_not_the_text(store: KnowledgeStore, db_url: str,
-                                                  tmp_path: Path) -> None:
+def test_cli_and_mcp_show_the_marker_not_the_text(
+        store: KnowledgeStore, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -167,17 +169,24 @@ def test_cli_and_mcp_show_the_marker_not_the_text(store: KnowledgeStore, db_url:
          "--source", "notes"], env=env, cwd=tmp_path, capture_output=True, text=True,
         timeout=300)
     assert ingest.returncode == 0, ingest.stderr
+    # `krag ask` in this process, with the environment the processes get (the ingest above
+    # and the MCP server below are the processes of this test)
+    for key in [k for k in os.environ if k.startswith("KRAG_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        if key.startswith("KRAG_"):
+            monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)  # no stray .env
     for args in (["ask", QUESTION], ["ask", "--json", QUESTION]):
-        r = subprocess.run([sys.executable, "-m", "ui.cli.app", *args], env=env,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        assert _leaks(r.stdout.replace(QUESTION, "")) == [], args
+        code, out, err = run_cli(capsys, *args)
+        assert code == 0, err
+        assert _leaks(out.replace(QUESTION, "")) == [], args
         if "--json" in args:
-            firmware = [p for p in json.loads(r.stdout)["passages"]
+            firmware = [p for p in json.loads(out)["passages"]
                         if p["uri"].endswith("firmware-notes.md")]
             assert firmware and MARKER in firmware[0]["text"]
         else:
-            assert "partly withheld" in r.stdout
+            assert "partly withheld" in out
 
     async def over_mcp() -> dict[str, Any]:
         params = StdioServerParameters(command=sys.executable,

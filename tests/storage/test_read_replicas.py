@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
 from storage.access import NO_ACCESS, for_scopes, use_access
 from storage.roles import bypass_reason
-from tests.procs import free_port, krag_env, stop_process
+from tests.procs import krag_env, mcp_http_server
 from tests.query_fixtures import _EMBEDDER, seed_graph
 from tests.replica_fixtures import Cluster, new_scope, start_cluster, wait_until
 from tests.security.test_security_mcp_tokens import _call as _http_call
@@ -140,23 +138,8 @@ def mcp_http(cluster: Cluster, store: KnowledgeStore, tmp_path: Path
     env = krag_env(cluster.app_url, tmp_path) | {
         "KRAG_DATABASE_OWNER_URL": cluster.owner_url,
         "KRAG_DATABASE_READ_URL": cluster.replica_app_url()}
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http", "--port",
-         str(port)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp", scope, mine, theirs
-    finally:
-        stop_process(proc)
+    with mcp_http_server(env, tmp_path) as url:
+        yield url, scope, mine, theirs
 
 
 @pytest.mark.slow

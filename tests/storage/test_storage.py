@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -20,13 +22,14 @@ from storage import (
     ids,
     search,
 )
+from storage.access import WHOLE_STORE, use_access
 from storage.bulk import vector_literal
 from storage.documents import lock_document, sync_document
 from storage.errors import DatabaseUnavailableError
 from storage.migrate import head_revision
 from storage.resolution import similar_entities
 from storage.text_match import contains_pattern
-from tests.pg_fixtures import TEST_DIM, TEST_MODEL
+from tests.pg_fixtures import TEST_DIM, TEST_MODEL, migrated_database, open_app_store
 
 
 def vec(seed: str, dim: int = TEST_DIM) -> list[float]:
@@ -223,8 +226,7 @@ def test_like_patterns_match_literally(store: KnowledgeStore) -> None:
         assert like("'") == []
 
 
-@pytest.fixture
-def big_store(store: KnowledgeStore) -> KnowledgeStore:
+def _fill_big(store: KnowledgeStore) -> None:
     """12,000 entities with varied names and summaries (2,000 with vectors)."""
     (c1,) = store.sync_document(doc("big.md", "big"), ["big"]).new_chunk_ids
     rng = np.random.default_rng(7)
@@ -240,7 +242,31 @@ def big_store(store: KnowledgeStore) -> KnowledgeStore:
     store.write_graph(ents, [])
     with store.connect(autocommit=True) as conn:  # maintenance: as the tables' owner
         conn.execute(text("ANALYZE entities"))
-    return store
+
+
+@pytest.fixture(scope="module")
+def big_template(pg_server_url: str, pg_template: str) -> Iterator[str]:
+    """A database of :func:`_fill_big`'s entities, written once for this module; each test
+    gets a file copy of it (its pages, indexes and statistics as written) of its own."""
+    with migrated_database(pg_server_url, pg_template, "krag_big_") as url:
+        filled = open_app_store(url)
+        try:
+            with use_access(WHOLE_STORE):
+                _fill_big(filled)
+        finally:
+            filled.close()  # no session left on it: a template must be idle to be copied
+        yield urlsplit(url).path.lstrip("/")
+
+
+@pytest.fixture
+def big_store(pg_server_url: str, big_template: str) -> Iterator[KnowledgeStore]:
+    """A fresh copy of the 12,000-entity database for one test (dropped afterwards)."""
+    with migrated_database(pg_server_url, big_template) as url:
+        store = open_app_store(url)
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 def _plan(store: KnowledgeStore, sql: str, **params) -> str:

@@ -56,7 +56,9 @@ def _seed(db_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_ask_streams_answer_then_sources(db_url: str) -> None:
+def test_ask_streams_answer_then_sources(ask_env: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    db_url = ask_env
     _seed(db_url)
     r = krag(["ask", "What did Ada Lovelace write?", "--mermaid"], db_url)
     assert r.returncode == 0, r.stderr
@@ -64,8 +66,9 @@ def test_ask_streams_answer_then_sources(db_url: str) -> None:
     assert "Sources:" in r.stdout and "(history.md)" in r.stdout  # the short name
     assert "graph TD" in r.stdout and "answer mode: extractive" in r.stdout
     assert "legend: " in r.stdout and "green node = the answer" in r.stdout  # the diagram's key
-    conf = json.loads(krag(["ask", "What did Ada Lovelace write?", "--json"],
-                           db_url).stdout)["answer_confidence"]
+    # the --json result in this process (the process above is the streamed one)
+    conf = json.loads(ask(capsys, "What did Ada Lovelace write?", "--json").stdout
+                      )["answer_confidence"]
     assert conf["label"] in {"high", "medium", "low"} and "Ada Lovelace" in conf["reason"]
     said = f"confidence: {conf['label']} ({conf['reason']})"  # the --json label, and why
     assert said in " ".join(r.stdout.split())
@@ -124,13 +127,14 @@ def test_ask_shows_the_rounds_and_refuses_bad_max_rounds(
 
 @pytest.mark.slow
 def test_ask_prints_each_follow_up_round_as_it_happens(
-        store: KnowledgeStore, db_url: str, llm_server: LLMServer) -> None:
+        store: KnowledgeStore, ask_env: str, llm_server: LLMServer,
+        capsys: pytest.CaptureFixture[str]) -> None:
     """A real `krag ask` against the fake LLM server: the planner asks one follow-up, then
     finds the evidence enough; the rounds go to stderr as they end, the answer to stdout."""
     seed_two_hop(store)
     answer = "Orsina Kael grew up in Trelvik [P1]."
     llm_server.script(*llm_script(answer))
-    r = krag(["ask", QUESTION, "--max-rounds", "3"], db_url,
+    r = krag(["ask", QUESTION, "--max-rounds", "3"], ask_env,
              KRAG_CHAT_MODEL="ollama:qwen2.5:7b-instruct",
              KRAG_OLLAMA_HOST=llm_server.url)
     assert r.returncode == 0, r.stderr
@@ -142,5 +146,6 @@ def test_ask_prints_each_follow_up_round_as_it_happens(
     assert r.stdout.startswith(answer)  # the answer stream is whole, no round line inside
     details = [x for x in r.stdout.splitlines() if x.startswith("round ")]
     assert details == live  # and the same lines after the answer
-    out = json.loads(krag(["ask", QUESTION, "--json", "--max-rounds", "1"], db_url).stdout)
+    # in this process, no LLM (as the process above would be without its KRAG_CHAT_MODEL)
+    out = json.loads(ask(capsys, QUESTION, "--json", "--max-rounds", "1").stdout)
     assert [x["stop"] for x in out["rounds"]] == [loop.MAX_REACHED]
