@@ -252,8 +252,8 @@ def literal_retrieve(engine: Any, scope: str, terms: Sequence[str],
 
 # -- EXPLAIN -----------------------------------------------------------------------------------
 class _RecordingConn:
-    """Records each execute() with its caller and the ``SET LOCAL`` statements run before it
-    on this connection (e.g. hnsw.ef_search), so EXPLAIN replays them; the rest (begin,
+    """Records each execute() with its caller and the transaction-local settings made before
+    it on this connection (e.g. hnsw.ef_search), so EXPLAIN replays them; the rest (begin,
     rollback, ...) goes straight to the connection."""
 
     def __init__(self, conn: Any, calls: list) -> None:
@@ -263,9 +263,18 @@ class _RecordingConn:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
+    def in_transaction(self) -> bool:
+        # storage.access.set_local sends its settings with the BEGIN, where this recorder
+        # cannot see them; "already begun" makes it send one set_config statement instead
+        return True
+
     def exec_driver_sql(self, sql: str, *args: Any, **kwargs: Any) -> Any:
         if sql.lstrip().upper().startswith("SET LOCAL"):
             self._setup.append(sql)
+        elif sql.lstrip().startswith("SELECT set_config(") and args:
+            values = [str(v) for v in args[0]]
+            self._setup += [f"SET LOCAL {name} = '{value}'"
+                            for name, value in zip(values[::2], values[1::2], strict=True)]
         return self._conn.exec_driver_sql(sql, *args, **kwargs)
 
     def execute(self, stmt: Any, params: Any = None) -> Any:

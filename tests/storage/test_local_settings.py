@@ -25,17 +25,17 @@ def statements(store: KnowledgeStore) -> Iterator[list[str]]:
     def count(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
         seen.append(" ".join(statement.split()))
 
-    event.listen(store.engine, "before_cursor_execute", count)
+    event.listen(store.read_engine(), "before_cursor_execute", count)
     try:
         yield seen
     finally:
-        event.remove(store.engine, "before_cursor_execute", count)
+        event.remove(store.read_engine(), "before_cursor_execute", count)
 
 
 def test_settings_ride_on_the_begin_of_a_new_transaction(
         store: KnowledgeStore, statements: list[str]) -> None:
     with access.use_access(access.for_scopes(["team-a", "shared"], "team-a")), \
-            store.engine.connect() as conn:
+            store.connect() as conn:
         access.set_local(conn, {"hnsw.ef_search": "123",
                                 "plan_cache_mode": "force_generic_plan"})
         assert conn.in_transaction()
@@ -51,7 +51,7 @@ def test_settings_ride_on_the_begin_of_a_new_transaction(
 
 def test_settings_inside_a_begun_transaction_are_one_statement(
         store: KnowledgeStore, statements: list[str]) -> None:
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         conn.execute(text("SELECT 1"))
         access.set_local(conn, {"hnsw.ef_search": "77", "pg_trgm.similarity_threshold": "0.3"})
         got = conn.execute(text("SELECT current_setting('hnsw.ef_search'), "
@@ -65,7 +65,7 @@ def test_settings_inside_a_begun_transaction_are_one_statement(
 def test_an_engine_without_the_access_hook_still_gets_the_settings(store: KnowledgeStore) -> None:
     from sqlalchemy import create_engine
 
-    plain = create_engine(store.engine.url)
+    plain = create_engine(store.read_engine().url)
     try:
         with plain.connect() as conn:
             access.set_local(conn, {"hnsw.ef_search": "55"})
@@ -77,7 +77,7 @@ def test_an_engine_without_the_access_hook_still_gets_the_settings(store: Knowle
 def test_a_bad_value_fails_as_the_statement_would(store: KnowledgeStore) -> None:
     from sqlalchemy.exc import DBAPIError
 
-    with store.engine.connect() as conn:
+    with store.connect() as conn:
         with pytest.raises(DBAPIError, match="plan_cache_mode"):
             access.set_local(conn, {"plan_cache_mode": "sometimes"})
         conn.rollback()

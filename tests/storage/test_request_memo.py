@@ -65,16 +65,16 @@ def test_a_question_reads_row_counts_and_the_scope_chain_once(
 
 
 def test_a_changed_parent_is_seen_by_the_next_request(store: KnowledgeStore) -> None:
-    with store.engine.begin() as conn:
+    with store.transaction() as conn:
         scopes.set_parent(conn, "child", None)
     with read_only():
-        with store.engine.connect() as conn:
+        with store.connect() as conn:
             assert scopes.scope_chain(conn, "child") == ["child"]
         assert scopes.known_chain("child") == ["child"]
-    with store.engine.begin() as conn:  # a write outside any read-only request: no memo
+    with store.transaction() as conn:  # a write outside any read-only request: no memo
         assert scopes.set_parent(conn, "child", "parent") == ["child", "parent"]
         assert scopes.scope_chain(conn, "child") == ["child", "parent"]
     with read_only():
         assert scopes.known_chain("child") is None
-        with store.engine.connect() as conn:
+        with store.connect() as conn:
             assert scopes.scope_chain(conn, "child") == ["child", "parent"]
