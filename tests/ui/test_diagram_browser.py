@@ -20,6 +20,7 @@ from tests.ui.test_ui_browser import (  # noqa: F401 - fixtures
     LONG_NAME,
     app_url,
     requirements,
+    shared_app,
 )
 from ui.web.diagram import INLINE
 

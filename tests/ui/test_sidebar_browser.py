@@ -27,7 +27,7 @@ from tests.ui.browser_helpers import (
     launch,
     shot,
 )
-from tests.ui.test_ui_browser import app_url, requirements  # noqa: F401 - fixtures
+from tests.ui.test_ui_browser import private_app_url, requirements  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -95,14 +95,14 @@ def _upload(page: Any, sidebar: Any, size: dict[str, int], name: str) -> Any:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_sidebar_icons_and_uploads_that_clear_then_report_unchanged(
-    app_url: str, size: dict[str, int]  # noqa: F811
+    private_app_url: str, size: dict[str, int]  # noqa: F811
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     with sync_playwright() as p:
         browser, page = launch(p, size)
         try:
-            page.goto(app_url)
+            page.goto(private_app_url)
             chat = page.get_by_test_id("stChatInput").locator("textarea")
             chat.wait_for(timeout=TIMEOUT)
             sidebar = _open_sidebar(page, size)

@@ -14,6 +14,8 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from graph_flows.query import loop
 from graph_flows.shared.embeddings import MiniLMEmbeddings
 from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, ids
 from storage.evidence import fill_chunk_embeddings
-from tests.pg_fixtures import TEST_DIM, TEST_MODEL
+from tests.pg_fixtures import TEST_DIM, TEST_MODEL, migrated_database
 from tests.procs import free_port, stop_process
 from tests.query_fixtures import seed_graph
 from tests.ui.browser_helpers import (
@@ -52,7 +54,7 @@ def _skip(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def requirements() -> None:
     if not CHROMIUM.exists():
         _skip("/usr/bin/chromium is missing (apt-get install -y chromium)")
@@ -117,14 +119,15 @@ def _seed_sections(store: KnowledgeStore, emb: MiniLMEmbeddings) -> None:
         chunk_ids=(chunk,), predicate_text="built a printing difference engine in")])
 
 
-@pytest.fixture
-def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
+@contextmanager
+def _serve(db_url: str, log_path: Path) -> Iterator[str]:
+    """The Streamlit app on ``db_url`` (seeded here), no LLM; its URL once healthy."""
     _seed(db_url)
     port = free_port()
     env = {**os.environ, "KRAG_DATABASE_URL": db_url, "KRAG_CHAT_MODEL": "none",
            "KRAG_EMBEDDING_MODEL": TEST_MODEL, "KRAG_EMBEDDING_DIM": str(TEST_DIM),
            "KRAG_SCOPE": "default"}
-    log = (tmp_path / "streamlit.log").open("w")
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "ui" / "web" / "app.py"),
          "--server.port", str(port), "--server.address", "127.0.0.1",
@@ -142,13 +145,41 @@ def app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
                 log.close()
-                pytest.fail("streamlit did not start:\n"
-                            + (tmp_path / "streamlit.log").read_text())
+                pytest.fail("streamlit did not start:\n" + log_path.read_text())
             time.sleep(0.3)
         yield url
     finally:
         stop_process(proc)
         log.close()
+
+
+@pytest.fixture
+def private_app_url(requirements: None, db_url: str, tmp_path: Path) -> Iterator[str]:
+    """The seeded app on a database of this test's own: for a test that writes (uploads)."""
+    with _serve(db_url, tmp_path / "streamlit.log") as url:
+        yield url
+
+
+@dataclass(frozen=True)
+class SharedApp:
+    url: str
+    db_url: str
+
+
+@pytest.fixture(scope="module")
+def shared_app(requirements: None, pg_server_url: str, pg_template: str,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedApp]:
+    """One seeded app (server, database, loaded models) for a module's tests that only read:
+    each opens its own browser page, so its own Streamlit session and chat."""
+    log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
+    with migrated_database(pg_server_url, pg_template) as db, _serve(db, log) as url:
+        yield SharedApp(url, db)
+
+
+@pytest.fixture
+def app_url(shared_app: SharedApp) -> str:
+    """The module's shared app (:func:`shared_app`): for a test that only reads."""
+    return shared_app.url
 
 
 def test_chat_in_chromium_renders_diagram_and_inert_hostile_name(

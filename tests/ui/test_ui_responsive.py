@@ -34,7 +34,12 @@ from tests.ui.browser_helpers import (
     seed_star,
     shot,
 )
-from tests.ui.test_ui_browser import app_url, requirements  # noqa: F401 - fixtures
+from tests.ui.test_ui_browser import (  # noqa: F401 - fixtures
+    SharedApp,
+    app_url,
+    requirements,
+    shared_app,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -138,17 +143,23 @@ def _explore(page: Any, name: str, before: str = "") -> dict[str, float]:
     return frame.evaluate(FRAME_FIT)
 
 
+@pytest.fixture(scope="module")
+def star(shared_app: SharedApp) -> str:  # noqa: F811
+    """The shared app with :data:`HUB`'s star seeded (once: the widths share it); its URL."""
+    seed_star(shared_app.db_url)
+    return shared_app.url
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_explore_frame_fits_each_entity_and_its_dialog_fits_the_window(
-    app_url: str, db_url: str, size: dict[str, int]  # noqa: F811
+    star: str, size: dict[str, int]
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
 
-    seed_star(db_url)
     with sync_playwright() as p:
         browser, page = launch(p, size)
         try:
-            page.goto(f"{app_url}/explore")
+            page.goto(f"{star}/explore")
             expect(page.get_by_text("Explore the graph")).to_be_visible(timeout=TIMEOUT)
             big = _explore(page, "Charles Babbage")
             small = _explore(page, "pgvector", before="Charles Babbage")
