@@ -32,6 +32,48 @@ def test_once_reads_once_per_request_and_every_time_outside() -> None:
     assert peek("k") is None
 
 
+def test_one_request_s_threads_asking_at_once_read_once() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from contextvars import copy_context
+
+    started, release = threading.Event(), threading.Event()
+    reads: list[int] = []
+
+    def read() -> int:
+        reads.append(1)
+        started.set()
+        release.wait(5)  # the other thread asks while this read is under way
+        return 7
+
+    with request_memo(), ThreadPoolExecutor(2) as pool:
+        first = pool.submit(copy_context().run, once, "k", read)
+        assert started.wait(5)
+        second = pool.submit(copy_context().run, once, "k", read)
+        other = pool.submit(copy_context().run, once, "other", lambda: 9)
+        assert other.result(5) == 9  # another key is not held up by the read under way
+        release.set()
+        assert first.result(5) == second.result(5) == 7
+    assert reads == [1]
+
+
+def test_a_request_ended_in_another_context_ends_without_error_and_leaves_no_memo_there(
+) -> None:
+    from contextvars import copy_context
+
+    def request() -> Iterator[None]:
+        with request_memo():
+            once("k", lambda: 1)
+            yield
+
+    ctx = copy_context()
+    gen = request()
+    ctx.run(next, gen)
+    assert ctx.run(peek, "k") == 1
+    gen.close()  # closed here, not in the context that entered it (a streamed request)
+    assert peek("k") is None and once("k", lambda: 2) == 2  # nothing kept here
+
+
 @pytest.fixture
 def statements(seeded_store: KnowledgeStore) -> Iterator[Counter[str]]:
     """Statements run on any of the store's engines, by their first words."""
