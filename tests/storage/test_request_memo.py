@@ -46,7 +46,7 @@ def test_one_request_s_threads_asking_at_once_read_once() -> None:
         release.wait(5)  # the other thread asks while this read is under way
         return 7
 
-    with request_memo(), ThreadPoolExecutor(2) as pool:
+    with request_memo(), ThreadPoolExecutor(3) as pool:
         first = pool.submit(copy_context().run, once, "k", read)
         assert started.wait(5)
         second = pool.submit(copy_context().run, once, "k", read)
