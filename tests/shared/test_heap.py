@@ -38,7 +38,8 @@ def test_freeze_loaded_moves_live_objects_out_of_collection(unfrozen: None) -> N
     loaded = Loaded()
     assert tracked(loaded)
     frozen = heap.freeze_loaded()
-    assert frozen == gc.get_freeze_count() > 0
+    # frozen objects that die later (another thread's, say) leave the count: never more
+    assert frozen > 0 and 0 < gc.get_freeze_count() <= frozen
     assert not tracked(loaded)
     made_later = Loaded()  # objects made afterwards are collected as before
     assert tracked(made_later)
