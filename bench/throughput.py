@@ -30,6 +30,13 @@ sample), each divided by the questions answered. ``load``: the mean 1-minute loa
 during the cell. ``errors``: failed calls (tool errors, HTTP errors, exceptions), the first
 one's reason in ``first_error``.
 
+``--synthetic 100k`` (or ``10k``) serves the seeded synthetic graph instead of the data dir's
+own store: :func:`bench.synthetic_serving.prepare_size` loads it into database
+``krag_bench_100k`` of ``KRAG_DATA_DIR``'s embedded server once (a later run finds it loaded),
+writes its questions, reads its tables into the page cache, and the servers get
+``KRAG_DATABASE_URL`` / ``KRAG_DATABASE_OWNER_URL`` of that database; the scope is ``bench``,
+the questions its 240 natural questions (``--limit`` of them), ``graph`` the size label.
+
 Appends one row per cell and checkout to ``--out`` (a JSON list; rows of the same graph,
 transport, rounds, clients and code are replaced).
 """
@@ -138,12 +145,15 @@ def tree_commit(tree: Path) -> str:
     return (done.stdout.strip() or "unknown") + ("-dirty" if dirty else "")
 
 
-def start_server(code: str, tree: Path, transport: str, scope: str, logs: Path) -> Server:
-    """Start the server of ``transport`` from ``tree`` and wait until it answers."""
+def start_server(code: str, tree: Path, transport: str, scope: str, logs: Path,
+                 extra_env: dict[str, str] | None = None) -> Server:
+    """Start the server of ``transport`` from ``tree`` (``extra_env`` added to its
+    environment) and wait until it answers."""
     port = free_port()
     app_name = f"tput-{transport}-{code}-{uuid.uuid4().hex[:6]}"
     env = dict(os.environ, PYTHONPATH=str(tree), KRAG_CHAT_MODEL="none", KRAG_SCOPE=scope,
-               PGAPPNAME=app_name, LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONUNBUFFERED="1")
+               PGAPPNAME=app_name, LANGGRAPH_CLI_NO_ANALYTICS="1", PYTHONUNBUFFERED="1",
+               **(extra_env or {}))
     bin_dir = Path(sys.executable).parent
     if transport == "mcp":
         cmd = [sys.executable, "-m", "ui.cli.app", "mcp", "--transport", "http",
@@ -340,8 +350,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--checkout", action="append", required=True,
                    help="NAME=DIR, a tree of krag's code (before=..., after=...)")
-    p.add_argument("--scope", required=True, help="the graph's scope")
-    p.add_argument("--questions", type=Path, required=True, help="JSONL of questions")
+    p.add_argument("--scope", help="the graph's scope (required without --synthetic)")
+    p.add_argument("--questions", type=Path,
+                   help="JSONL of questions (required without --synthetic)")
+    p.add_argument("--synthetic", choices=("10k", "100k"),
+                   help="serve the synthetic graph of this size (bench.synthetic_serving)")
     p.add_argument("--limit", type=int, default=100, help="questions used (file order)")
     p.add_argument("--graph", default="2884", help="label of the graph in the rows")
     p.add_argument("--transports", default="mcp,langgraph")
@@ -350,18 +363,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--out", type=Path, default=ROOT / "docs" / "bench" / "throughput.json")
     p.add_argument("--logs", type=Path, default=Path("/tmp/tput-logs"))
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.synthetic and not (args.scope and args.questions):
+        p.error("--scope and --questions are required without --synthetic")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     trees = [(n, Path(d).resolve()) for n, d in (c.split("=", 1) for c in args.checkout)]
-    questions = load_questions(args.questions, args.limit)
     args.logs.mkdir(parents=True, exist_ok=True)
     url = admin_url()
+    extra_env: dict[str, str] = {}
+    if args.synthetic:
+        from bench.synthetic_serving import prepare_size
+
+        served = prepare_size(Path(os.environ["KRAG_DATA_DIR"]), args.synthetic)
+        questions, extra_env = served.questions[:args.limit], served.env
+        args.scope, args.graph = served.scope, args.synthetic
+    else:
+        questions = load_questions(args.questions, args.limit)
     levels = [int(c) for c in args.clients.split(",")]
     for transport in args.transports.split(","):
-        servers = [start_server(n, d, transport, args.scope, args.logs) for n, d in trees]
+        servers = [start_server(n, d, transport, args.scope, args.logs, extra_env)
+                   for n, d in trees]
         try:
             cell = 0
             for rounds in args.rounds.split(","):
