@@ -169,14 +169,14 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     top = out.linked[:FACT_SEEDS]
     out.seed_entities = list(dict.fromkeys(
         e for h in top for e in (h.fact.subject_id, h.fact.object_id)))
-    # the seeds' side of the neighbourhood while the full-text search may still run
-    hood_start = time.perf_counter()
-    seed_side = spawn("neighbourhood", _hood, chain, out.seed_entities, [], as_of)
     text_hits: list[evidence.ChunkHit] = text_job.result()
     out.steps["search"] = _ms(start)
     seed_chunks = list(dict.fromkeys([h.id for h in dense] + [h.id for h in text_hits]))
-    chunk_side = run("passage_neighbourhood", _hood, chain, [], seed_chunks, as_of)
-    hood = evidence.merge_neighbourhoods(seed_side.result() + chunk_side, MAX_EDGES)
+    # both sides in one statement: fetched apart, the entities both reach (a seed named in
+    # a seed passage, their neighbours) had their passages and counts read twice
+    hood_start = time.perf_counter()
+    hood = evidence.merge_neighbourhoods(
+        run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of), MAX_EDGES)
     out.steps["neighbourhood"] = _ms(hood_start)
     start = time.perf_counter()
     graph, order = _pagerank(out, hood, top, dense, text_hits)
