@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +155,22 @@ def _lexical_jobs(engine: Any, m: _Metrics, scope: Any, terms: Sequence[str],
         return {job[0]: out for jobs, future in futures
                 for job, out in zip(jobs, future.result(), strict=True)}
     return hits
+
+
+def spawn_together(engine: Any, m: _Metrics, jobs: Sequence[Job]) -> list[Future[list]]:
+    """:meth:`_Metrics.run_together` on the search pool: one transaction for ``jobs``, a
+    future of each job's hits (in ``jobs`` order), set when the group is done."""
+    parts: list[Future[list]] = [Future() for _ in jobs]
+
+    def done(group: Future[list[list]]) -> None:
+        exc = group.exception()
+        for i, part in enumerate(parts):
+            if exc is not None:
+                part.set_exception(exc)
+            else:
+                part.set_result(group.result()[i])
+    _POOL.submit(m.run_together, engine, jobs).add_done_callback(done)
+    return parts
 
 
 def _with_retry(engine: Any, fn: Callable[..., list], args: tuple) -> list:
