@@ -162,7 +162,8 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
                     ) -> Ranked | None:
     """Steps 1-4 of the module docstring, the passage and fact searches being under way
     (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
-    has no chunk vectors."""
+    has no chunk vectors. ``spawn`` is no longer used (the neighbourhood is one statement,
+    run after the full-text search); kept for the callers that pass it."""
     out, start = Ranked(), time.perf_counter()
     dense: list[evidence.ChunkHit] = [] if dense_job is None else dense_job.result()
     if dense_job is not None and not dense:
