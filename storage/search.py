@@ -1,4 +1,5 @@
-"""Retrieval SQL: each function is one search method, run on its own pooled connection.
+"""Retrieval SQL: each function is one search method, one statement on a pooled connection
+(two or three of them may share a transaction: graph_flows.query.retrieval_base).
 
 Methods (docs/bench/HISTORY.md, "Differences from the literal seed recipe", says how they
 differ from the literal seed recipe):

@@ -52,6 +52,7 @@ from graph_flows.query.retrieval_base import (
     _embed,
     _Metrics,
     scope_chain,
+    spawn_together,
 )
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
@@ -96,12 +97,14 @@ def retrieve_ppr(
     vector = _embed(m, embed_query)
     dense_job = linked_job = None
     if vector is not None:
-        dense_job = spawn("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS,
-                          EF_SEARCH)
-        # the same candidate list as the passages': at the default 40, approximate search
-        # missed nearest facts (MuSiQue R@5 +.005 to +.017 at 100, measured on four graphs)
-        linked_job = spawn("fact_question", search.fact_vector, chain, vector, LINKED_FACTS,
-                           as_of, EF_SEARCH)
+        # the two nearest-neighbour searches share a transaction (passages first: PageRank
+        # waits for them first). The facts' candidate list is the passages': at the
+        # default 40, approximate search missed nearest facts (MuSiQue R@5 +.005 to +.017
+        # at 100, measured on four graphs)
+        dense_job, linked_job = spawn_together(engine, m, (
+            ("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH),
+            ("fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of,
+             EF_SEARCH)))
     split_m = _Metrics(m.deadline)
     base_job = _CANDIDATES.submit(
         retrieve_split, engine, split_m, t0, scope, terms, predicates,
@@ -159,7 +162,8 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
                     ) -> Ranked | None:
     """Steps 1-4 of the module docstring, the passage and fact searches being under way
     (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
-    has no chunk vectors."""
+    has no chunk vectors. ``spawn`` is no longer used (the neighbourhood is one statement,
+    run after the full-text search); kept for the callers that pass it."""
     out, start = Ranked(), time.perf_counter()
     dense: list[evidence.ChunkHit] = [] if dense_job is None else dense_job.result()
     if dense_job is not None and not dense:
@@ -169,14 +173,14 @@ def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
     top = out.linked[:FACT_SEEDS]
     out.seed_entities = list(dict.fromkeys(
         e for h in top for e in (h.fact.subject_id, h.fact.object_id)))
-    # the seeds' side of the neighbourhood while the full-text search may still run
-    hood_start = time.perf_counter()
-    seed_side = spawn("neighbourhood", _hood, chain, out.seed_entities, [], as_of)
     text_hits: list[evidence.ChunkHit] = text_job.result()
     out.steps["search"] = _ms(start)
     seed_chunks = list(dict.fromkeys([h.id for h in dense] + [h.id for h in text_hits]))
-    chunk_side = run("passage_neighbourhood", _hood, chain, [], seed_chunks, as_of)
-    hood = evidence.merge_neighbourhoods(seed_side.result() + chunk_side, MAX_EDGES)
+    # both sides in one statement: fetched apart, the entities both reach (a seed named in
+    # a seed passage, their neighbours) had their passages and counts read twice
+    hood_start = time.perf_counter()
+    hood = evidence.merge_neighbourhoods(
+        run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of), MAX_EDGES)
     out.steps["neighbourhood"] = _ms(hood_start)
     start = time.perf_counter()
     graph, order = _pagerank(out, hood, top, dense, text_hits)

@@ -63,14 +63,14 @@ def retrieve_rrf(
     """Every method at the full limit, fused by rank (no split, no fallback threshold)."""
     scope = scope_chain(engine, m, scope) or [scope]
     n_e, n_f = cfg.entity_limit, cfg.fact_limit
-    futures = _lexical_jobs(engine, m, scope, terms, cfg, (n_e, n_e, n_f), as_of)
+    lexical = _lexical_jobs(engine, m, scope, terms, cfg, (n_e, n_e, n_f), as_of)
     vector = _embed(m, embed_query)  # overlaps the lexical statements running in the pool
     vec_jobs = {} if vector is None else {
         "entity_vector": _POOL.submit(m.run, engine, "entity_vector", search.entity_vector,
                                       scope, vector, n_e),
         "fact_vector": _POOL.submit(m.run, engine, "fact_vector", search.fact_vector, scope,
                                     vector, n_f, as_of)}
-    got = {k: f.result() for k, f in futures.items()}
+    got = lexical()
     e_vec = vec_jobs["entity_vector"].result() if vec_jobs else []
     entities = _fuse_entities({"like": got["entity_like"], "trigram": got["entity_trigram"],
                                "summary": got["entity_summary"], "vector": e_vec}, n_e)

@@ -56,8 +56,7 @@ def retrieve_split(
         scope_chain(engine, m, scope) or [scope])
     e_like, e_trgm = scoring.split_limit(cfg.entity_limit, cfg.like_share)
     f_like, f_trgm = scoring.split_limit(cfg.fact_limit, cfg.like_share)
-    futures = _lexical_jobs(engine, m, scope, terms, cfg, (e_like, e_trgm, f_like), as_of)
-    got = {k: f.result() for k, f in futures.items()}
+    got = _lexical_jobs(engine, m, scope, terms, cfg, (e_like, e_trgm, f_like), as_of)()
     entities = _merge_entities(got, e_like, e_trgm)
     vector: list[float] | None = None
     fallback_e = scoring.needs_fallback(len(entities), cfg.entity_limit, cfg.fallback_ratio)
