@@ -8,15 +8,16 @@ it reads the same sentences with what a drawing needs (:func:`sentence_mentions`
 
 - each cited line of the answer on its own (:func:`said_sentences`): a line the answer
   clipped ("… [P1]") is not run into the next one, whose sentence the clip would hide;
-- a possessive is no candidate while the sentence names another of the asked kind ("Kim
-  Jong-il's mother, Kim Jong-suk": the one named is Kim Jong-suk), and a bare number only
-  to a question asking a number or a date (:func:`drawable`);
+- a possessive is no candidate when the sentence names its thing in apposition ("Kim
+  Jong-il's mother, Kim Jong-suk": the one said is Kim Jong-suk; :func:`renamed`), and a
+  bare number only to a question asking a number or a date (:func:`drawable`);
 - of two mentions of the asked kind in one sentence, the surer first (:func:`surest`: the
   one named by the question's own class noun, "what *church*" -> "the Anglican *Church* of
-  Canada"; a person before an organisation to "who"), then the one nearer, in the
-  sentence's parse, to a name an earlier answer sentence introduced (:func:`nearest`: "...
-  followed by Thessaloniki, which handled 273,282 TEUs": what the sentence says of the
-  bridge);
+  Canada"; a person before an organisation to "who"), and, of numbers and dates, the one
+  nearer in the sentence's parse to a name an earlier answer sentence introduced
+  (:func:`nearest`: "... followed by Thessaloniki, which handled 273,282 TEUs": a number or
+  a date is an attribute, said of the thing it stands nearest to in the tree; a name is
+  itself one of the things);
 - a mention coordinated with others of its kind is the whole list (:func:`coordinated`:
   "in Africa and the South Pacific"): the sentence states them together.
 - a number is new to the question when the question does not say it, one digit or more
@@ -38,8 +39,8 @@ from graph_flows.query.diagram_nodes import clean_mention
 from graph_flows.shared.fragments import is_fragment, is_number
 
 Mention = answer_kind.Mention
-_POSSESSIVE = re.compile(r"\w(?:['’]s|s['’])$", re.UNICODE)  # "Kim Jong-il's"
 _CITED_END = re.compile(r"\[[FP]\d+\]\s*$")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_LIST = 60  # characters of a coordinated list drawn as one answer (a node label's length)
 
 
@@ -68,9 +69,11 @@ def sentence_mentions(said: Sequence[str], docs: Sequence[Any], kind: str,
     for sentence, doc in zip(said, docs, strict=True):
         found = answer_kind.read(sentence, doc)
         spans = list(doc.ents) if doc is not None else [None] * len(found)
-        pairs = [(coordinated(m, s, kind), s) for m, s in zip(found, spans, strict=True)]
-        kept = {m for m in drawable([m for m, _ in pairs], kind, whole)}
-        order = nearest([(m, s) for m, s in pairs if m in kept], doc, seen)
+        pairs = [(coordinated(m, s, kind), s) for m, s in zip(found, spans, strict=True)
+                 if not renamed(s, kind)]
+        kept = set(drawable([m for m, _ in pairs], kind, whole))
+        order = nearest([(m, s) for m, s in pairs if m in kept], doc,
+                        seen if kind in ("number", "date") else [])
         out[sentence] = surest(order, kind, q)
         seen += [m.text for m in found
                  if m.label not in answer_kind.NOT_NAMED and confidence.new(
@@ -81,15 +84,27 @@ def sentence_mentions(said: Sequence[str], docs: Sequence[Any], kind: str,
 def drawable(found: Sequence[Mention], kind: str, whole: bool = False,
              ) -> tuple[Mention, ...]:
     """The mentions a diagram draws as a candidate: a bare number only to a question
-    asking a number or a date; no possessive when the sentence names another of the asked
-    kind; with ``whole``, no fragment name at all (:func:`is_fragment`)."""
+    asking a number or a date; with ``whole``, no fragment name at all
+    (:func:`is_fragment`: a possessive, a bare number)."""
     counted = kind in ("number", "date")
     kept = tuple(m for m in found if counted or not is_number(m.text))
     if whole:
         return tuple(m for m in kept if not is_fragment(clean_mention(m.text)))
-    owned = tuple(m for m in kept if not _POSSESSIVE.search(m.text))
-    asked = [m for m in owned if answer_kind.fits(m.text, m.label, kind, m.prep)]
-    return owned if asked else kept
+    return kept
+
+
+def renamed(span: Any, kind: str) -> bool:
+    """Whether ``span`` (a spaCy entity; None without the parse) is a possessive whose
+    thing the sentence names in apposition by another mention of the asked kind: "Kim
+    Jong-il's mother, Kim Jong-suk": the one said is Kim Jong-suk, Kim Jong-il only whose
+    mother she is. A possessive with no such apposition ("G. Stanley Hall's book") still
+    names its candidate."""
+    if span is None or span.root.dep_ != "poss":
+        return False
+    doc = span.doc
+    return any(c.dep_ == "appos" and any(
+        e.start <= c.i < e.end and answer_kind.fits(e.text, e.label_, kind) for e in doc.ents)
+        for c in span.root.head.children)
 
 
 def surest(found: Iterable[Mention], kind: str, q: extractive.Question,
@@ -99,9 +114,19 @@ def surest(found: Iterable[Mention], kind: str, q: extractive.Question,
     its class noun as its head: "X River", "University of Y"), then, to "who", a person
     before an organisation (which answers "who" only where organisations act:
     :func:`answer_kind.unambiguous`)."""
+    nouns = {_singular(q.words.get(k, k)) for k in q.kind}
+
     def doubt(m: Mention) -> tuple[bool, bool]:
-        return not (q.kind & extractive.terms(m.text)), kind == "person" and m.label != "PERSON"
+        said = {_singular(w) for w in _WORD.findall(m.text)}
+        return not (nouns & said), kind == "person" and m.label != "PERSON"
     return tuple(sorted(found, key=doubt))
+
+
+def _singular(word: str) -> str:
+    """A word folded to compare a class noun with a name's head: case, a plural -s
+    ("churches" / "Church"); whole words, not stems ("county" is not "country")."""
+    w = word.casefold()
+    return w[:-2] if w.endswith("es") and w[-3:-2] in "shxz" else w.removesuffix("s")
 
 
 def nearest(pairs: Sequence[tuple[Mention, Any]], doc: Any, earlier: Sequence[str],
