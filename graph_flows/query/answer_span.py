@@ -19,7 +19,7 @@ it reads the same sentences with what a drawing needs (:func:`sentence_mentions`
   a date is an attribute, said of the thing it stands nearest to in the tree; a name is
   itself one of the things);
 - a mention coordinated with others of its kind is the whole list (:func:`coordinated`:
-  "in Africa and the South Pacific"): the sentence states them together.
+  "in Africa and the South Pacific"): the sentence states them together;
 - a number is new to the question when the question does not say it, one digit or more
   (:func:`fresh`: "4 congressional districts").
 

@@ -44,6 +44,10 @@ def test_a_possessive_names_whose_the_answer_is_not_the_answer() -> None:
     query = "Who is the wife of Tomas Brenner?"
     text = _answer("Paul Brenner's mother, Orsina Kael, was Samuel Hartley's first wife.")
     assert _mentions(query, text)[0] == "Orsina Kael"
+    # no apposition renames it: the possessive names the candidate (drawn without "'s")
+    book = "Who wrote Adolescence?"
+    said = _answer("The study began with the publication of Samuel Hartley's Adolescence.")
+    assert _mentions(book, said)[0] == "Samuel Hartley's"
 
 
 @needs_parse
@@ -61,6 +65,11 @@ def test_the_class_noun_of_the_question_picks_the_mention() -> None:
     text = _answer("The Diocese of Brightmoor is a diocese of the Ecclesiastical Province "
                    "of Canada of the Anglican Church of Canada.")
     assert _mentions(query, text)[0] == "the Anglican Church of Canada"
+    q = extractive.question("Which county is Midway in?")
+    found = (answer_kind.Mention("Today's Country", "ORG"),
+             answer_kind.Mention("White County", "GPE"))
+    assert answer_span.surest(found, "name", q)[0].text == "White County"
+    assert answer_span.surest(found[::-1], "name", q)[0].text == "White County"
 
 
 @needs_parse
