@@ -29,12 +29,12 @@ from graph_flows.query import (
     answer,
     answer_kind,
     answer_slot,
+    answer_span,
     asked_relation,
     confidence,
     extractive,
 )
 from graph_flows.query.mermaid import MAX_NODES, build_mermaid, edge_label
-from graph_flows.shared.fragments import is_fragment, is_number
 from storage import search
 
 MAX_PASSAGE_FACTS = 200  # facts read from the cited passages at most
@@ -52,33 +52,28 @@ def answer_mentions(query: str, text: str, q: extractive.Question) -> tuple[str,
     :mod:`answer_slot`): when the question nests a relation outside its main clause, the
     one a later sentence reaches past a bridge, else the candidate of the asked kind. The
     second holds each answer sentence's own candidate (the same rule read on that sentence
-    alone, over the mentions a diagram can draw: no possessive, which names whose the thing
-    said is, and no bare number; none that repeats a word of a name the question asks
-    about, :func:`confidence.repeats`: that is the asked thing under a fuller name, not
-    what the sentence adds), in order, other than the first: what every cited sentence
-    adds to the chain, so a diagram draws the answer a later supporting sentence states
-    even when the lead sentence's candidate is another (the answer text is the same; only
-    the drawing reads every sentence it cites). A bare number
-    ("1985") is a candidate only when the question asks for a number or a date: it names
-    no film, place or person, so it is no answer to "what movie" (a diagram draws a bare
-    number only as the answer)."""
-    said = confidence.answer_sentences(text)
+    alone, over whole names: :func:`answer_span.sentence_mentions`), in order, other than
+    the first, and none that repeats a word of a name the question asks about
+    (:func:`confidence.repeats`: that is the asked thing under a fuller name, not what the
+    sentence adds): what every cited sentence adds to the chain, so a diagram draws the
+    answer a later supporting sentence states even when the lead sentence's candidate is
+    another (the answer text is the same; only the drawing reads every sentence it cites).
+    Both read the mentions a diagram can draw, in the order :mod:`answer_span` gives."""
+    said = answer_span.said_sentences(text)
     if not said:
         return "", []
     qdoc, *docs = answer_kind.parse([query, *said])
     kind = answer_kind.asked_kind(query)
-    counted = kind in ("number", "date")  # a bare number answers only these
-    ents = {s: tuple(m for m in answer_kind.read(s, d) if counted or not is_number(m.text))
-            for s, d in zip(said, docs, strict=True)}
+    ents = answer_span.sentence_mentions(said, docs, kind, q)
+    whole = answer_span.sentence_mentions(said, docs, kind, q, whole=True)
     slot = answer_slot.asked_slot(query, qdoc)
     filled = [answer_slot.fill(slot, s, d) for s, d in zip(said, docs, strict=True)]
-    found = confidence.located(said, kind, q, ents, filled)[1].text
+    is_new = answer_span.fresh(q)
+    found = confidence.located(said, kind, q, ents, filled, is_new)[1].text
     asked = confidence.relation_words(q)
     if len(asked_relation.main_relation(query, asked, qdoc)) < len(asked):  # nested
-        found = confidence.chained(said, kind, q, ents, filled)[1].text or found
-    whole = {s: tuple(m for m in found_in if not is_fragment(m.text))
-             for s, found_in in ents.items()}  # "Kim Jong-il's mother": whose, not who
-    each = [confidence.located([s], kind, q, whole, [f])[1].text
+        found = confidence.chained(said, kind, q, ents, filled, is_new)[1].text or found
+    each = [confidence.located([s], kind, q, whole, [f], is_new)[1].text
             for s, f in zip(said, filled, strict=True)]
     return found, [m for m in dict.fromkeys(each)
                    if m and m != found and not confidence.repeats(m, q)]
@@ -161,7 +156,7 @@ def answer_diagram(query: str, q: extractive.Question, text: str, mode: str, lab
     return build_mermaid(entities, pool, max_nodes, question=q,
                          cited=list(dict.fromkeys(f["id"] for f in order)),
                          answer=found, bridges=bridges, stated=stated,
-                         sentences=confidence.answer_sentences(text), context=hop_said)
+                         sentences=answer_span.said_sentences(text), context=hop_said)
 
 
 def reading_order(text: str, fact: dict[str, Any]) -> tuple[int, int, int]:

@@ -1,9 +1,9 @@
 """The kind of answer a question asks for, and the mentions of that kind in a sentence.
 
-"When" asks for a date; "how many", "how much", "how heavy" (any "how" + measure) for a
-number or amount; "where" for a place; "who" for a person (or an organisation: "who
-published ..."); anything else for a name. A mention's kind comes from its entity type —
-spaCy's named-entity label (:data:`NER_KINDS`) when the pipeline is installed
+"When" asks for a date; "how many", "how much", "how heavy" (any "how" + measure), "what
+amount of" for a number or amount; "where" for a place; "who" for a person (or an
+organisation: "who published ..."); anything else for a name. A mention's kind comes from
+its entity type — spaCy's named-entity label (:data:`NER_KINDS`) when the pipeline is installed
 (:func:`graph_flows.shared.nlp.load_nlp`, loaded once per process, never at import) — not
 from its capitals: a year is a date, not a weight; an organisation is not a person, and
 answers "who" only where it can act (not as the place of a locative preposition: "at the
@@ -23,7 +23,8 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("number", re.compile(r"\bhow (?:many|much|old|long|far|tall|big|large|heavy|high|wide|"
-                          r"deep|fast|often)\b|\bwhat (?:percentage|number)\b", re.I)),
+                          r"deep|fast|often)\b|"
+                          r"\bwhat (?:percentage|number|amount|quantity)\b", re.I)),
     ("date", re.compile(r"^\s*when\b|\b(?:what|which|in what) (?:year|date|century|decade)\b|"
                         r"\bwhen (?:did|was|were|does|is|do)\b", re.I)),
     ("place", re.compile(r"^\s*where\b|\bwhere (?:did|was|were|is|does|do)\b", re.I)),

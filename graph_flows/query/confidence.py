@@ -40,7 +40,7 @@ confidence.md). The reason is one plain sentence
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,11 +148,14 @@ _NONE = answer_kind.Mention("", "")
 def located(sentences: Sequence[str], kind: str, q: extractive.Question,
             ents: Parsed | None = None,
             filled: Sequence[answer_slot.Filled] = (),
+            is_new: Callable[[str], bool] | None = None,
             ) -> tuple[int, answer_kind.Mention]:
     """(index of its sentence, mention) of :func:`candidate`; with ``filled`` (what stands
     in the asked place of each sentence: :func:`answer_slot.fill`) a sentence whose place
     holds a pronoun is skipped, and a mention inside the phrase in that place comes first;
-    (-1, an empty mention) when none."""
+    (-1, an empty mention) when none. ``is_new`` tells a mention that adds to the question
+    (default: :func:`new` on its words)."""
+    fresh = is_new or (lambda text: new(extractive.terms(text), q))
     for i, sentence in enumerate(sentences):
         fill = filled[i] if i < len(filled) else answer_slot.Filled()
         if fill.pronoun:
@@ -160,7 +163,7 @@ def located(sentences: Sequence[str], kind: str, q: extractive.Question,
         in_place = fill.phrase
         for found in sorted(_of_kind(sentence, kind, ents),
                             key=lambda m: not (in_place and m.text in in_place)):
-            if new(extractive.terms(found.text), q):
+            if fresh(found.text):
                 return i, found
     return -1, _NONE
 
@@ -175,13 +178,16 @@ def chain(sentences: Sequence[str], kind: str, q: extractive.Question,
 def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
             ents: Parsed | None = None,
             filled: Sequence[answer_slot.Filled] = (),
+            is_new: Callable[[str], bool] | None = None,
             ) -> tuple[str, answer_kind.Mention]:
     """(bridge, reached): the first answer sentence after the lead that is about a named
     thing an earlier sentence introduced (the bridge: a name the question does not hold)
     and adds a mention of the asked kind the question does not hold, other than the bridge
     ("Madonna" introduced by the lead, then "Madonna is a biography by Andrew Morton" to "Who
     wrote the book named after ...?"); ("", "") when no sentence does. A multi-hop answer
-    reaches its answer this way; a sentence that repeats the bridge adds nothing."""
+    reaches its answer this way; a sentence that repeats the bridge adds nothing.
+    ``is_new`` as in :func:`located`."""
+    fresh = is_new or (lambda text: new(extractive.terms(text), q))
     blocked = {i for i, f in enumerate(filled) if f.pronoun}
     seen: list[str] = []
     for i, sentence in enumerate(sentences):
@@ -190,7 +196,7 @@ def chained(sentences: Sequence[str], kind: str, q: extractive.Question,
         if i and bridges and i not in blocked:
             for found in _of_kind(sentence, kind, ents):
                 f = found.text.casefold()
-                if new(extractive.terms(found.text), q) and not any(
+                if fresh(found.text) and not any(
                         f in b.casefold() or b.casefold() in f for b in bridges):
                     return bridges[0], found
         seen += [m for m in _named(sentence, ents) if new(extractive.terms(m), q)]

@@ -73,3 +73,20 @@ def test_counts_without_edges_or_answers() -> None:
     out = DiagramCounts().as_dict()
     assert out["labelled_share"] is None and out["question_entities_shown"] is None
     assert out["nodes_p95"] == 0.0 and out["answer_shown_of"] == 0
+
+
+def test_the_no_llm_header_is_no_answer_text() -> None:
+    """"No-LLM mode ... (no model wrote this)" holds an alias "no" of Norway: the answer
+    text the measure reads leaves the fixed header out."""
+    from graph_flows.query.answer import EXTRACTIVE_HEADER
+
+    result = {"answer": f"{EXTRACTIVE_HEADER}\n\nBrand is a play by the Norwegian Ibsen.",
+              "mermaid": 'graph TD\n    n1["Norwegian"]',
+              "answer_confidence": {"label": "medium"}}
+    counts = DiagramCounts()
+    counts.add("What country was the author of Brand a citizen of?", result,
+               ["Norway", "NO", "no"])
+    assert (counts.shown, counts.shown_of) == (0, 0)
+    counts.add("Where was Ibsen born?", {**result, "answer": f"{EXTRACTIVE_HEADER} Norway"},
+               ["Norway"])
+    assert (counts.shown, counts.shown_of) == (0, 1)

@@ -8,7 +8,9 @@ entity escapes decoded. Over the questions:
   per drawn diagram (percentiles linearly interpolated);
 - ``edges``: edges over all diagrams; ``labelled_share``: those with a label (None when no
   edge was drawn);
-- ``answer_shown_of``: questions whose answer text holds the gold answer or an alias;
+- ``answer_shown_of``: questions whose answer text holds the gold answer or an alias (the
+  text without the no-LLM answer's fixed header, :func:`answer_text`: its "No-LLM mode ...
+  (no model wrote this)" is no answer, yet holds an alias "no" of Norway);
   ``answer_shown``: those of them whose diagram holds it in a node or edge label. "Holds" is
   :func:`holds`: case-insensitive, whitespace-folded, on word boundaries (an alias "it" is
   not found inside "Italy"), so ``answer_shown_of`` can be below Ans@answer's count, which
@@ -31,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph_flows.query.answer import EXTRACTIVE_HEADER
 from graph_flows.services.evaluation.metrics import percentile
 from graph_flows.shared.fragments import is_fragment
 
@@ -89,6 +92,11 @@ def holds(text: str, answers: Sequence[str]) -> bool:
     return any((a := fold(answer)) and f" {a} " in padded for answer in answers)
 
 
+def answer_text(result: dict[str, Any]) -> str:
+    """The answer a query-graph result states, without the extractive answer's header."""
+    return str(result.get("answer") or "").replace(EXTRACTIVE_HEADER, "")
+
+
 @dataclass
 class DiagramCounts:
     """Accumulates the diagram measure question by question (module docstring)."""
@@ -123,7 +131,7 @@ class DiagramCounts:
             self.nodes.append(len(diagram.nodes))
         self.edges += len(diagram.edges)
         self.labelled += sum(1 for _, lab, _ in diagram.edges if lab)
-        if holds(str(result.get("answer") or ""), answers):
+        if holds(answer_text(result), answers):
             self.shown_of += 1
             self.shown += any(holds(lab, answers) for lab in diagram.labels())
         self.names += len(diagram.nodes)
