@@ -11,7 +11,8 @@ retrieved entities (their provenance) in entity rank order, deduplicated.
 Ans@ctx is the answer (or an alias) in the context the graph built (``definitions``,
 ``facts_text`` and ``passages_text``); for a baseline, in the text of its top-5 passages.
 Ans@answer (the graph only) is the answer (or an alias) in the text of the graph's own
-answer: queries run without an LLM, so that is the extractive no-LLM answer users get.
+answer: queries run without an LLM, so that is the extractive no-LLM answer users get (its
+fixed header left out: its "no model wrote this" would hold an alias "no").
 ``krag_halves`` scores the graph over the even (development) and odd (held-out) question
 indexes, ``krag_by_hops`` by the hop count of each question's gold decomposition (2-hop,
 3-hop, 4-hop on MuSiQue). ``confidence`` counts the answers by their confidence label
@@ -62,7 +63,7 @@ from graph_flows.services.evaluation.data import (
     read_corpus,
     read_questions,
 )
-from graph_flows.services.evaluation.diagram import DiagramCounts
+from graph_flows.services.evaluation.diagram import DiagramCounts, answer_text
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in
 from graph_flows.services.evaluation.planner_replay import PlanBook
 from graph_flows.services.evaluation.replay import ReplayBook, ReplayServer, read_recordings
@@ -329,7 +330,7 @@ def _score_krag(run: _Run, context: dict[str, Any]) -> tuple[RetrievalScore, dic
                                     ranked_documents(conn, result))
         built = "\n".join(result.get(k, "") for k in ("definitions", "facts_text",
                                                         "passages_text"))
-        right = answer_in(result.get("answer") or "", q.answers)
+        right = answer_in(answer_text(result), q.answers)
         for part in (score, *(parts.setdefault(k, RetrievalScore()) for k in _parts(n - 1, q))):
             part.add(ranked, q.gold, answer_in(built, q.answers), ms, right)
         counts.add(result)
