@@ -2,12 +2,16 @@
 (graph_flows.query.hop_one), the bridge it introduces and the bridge's best passage, placed
 right after that hop-1 passage.
 
-The round reads only what it needs, in four small statements (storage.bridges): the
-entities the hop-1 chunks mention (the candidates, scored by their link to the question's
-relation: :func:`graph_flows.query.hop_one.candidates`), the passages of those candidates
-nearest the question (exact cosine over each candidate's own provenance, a few each,
-outside the hop-1 documents), the passages about the chosen bridges (below), and the facts
-the chosen passages state about the bridge.
+The round reads only what it needs, in three small statements, two after another: the
+entities the hop-1 chunks mention with each one's passages nearest the question (exact
+cosine over its own provenance, a few each, outside the hop-1 documents:
+storage.bridge_reads.mentioned_with_chunks), then the passages about the chosen bridges
+(below) and, beside them on a connection of their own, the facts the passages the round may
+place state about the bridges (cut to those placed once known). The candidates are scored
+by their link to the question's relation (:func:`graph_flows.query.hop_one.candidates`):
+the sentences of a hop-1 passage that say a relation word are parsed in one batch while
+the first statement runs, before the mentions are known. Round 1's vector of the question
+is reused (``question_vector``).
 
 A candidate's score is its ``link`` (0..1) plus how well its best passage matches the
 question (its cosine, min-max scaled over the hop's candidates to 0..1): two kinds of
