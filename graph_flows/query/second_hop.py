@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graph_flows.query import confidence, extractive, hop_one, loop, scoring
-from graph_flows.query.retrieval_base import _with_retry
+from graph_flows.query.retrieval_base import _POOL, _with_retry
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
@@ -106,7 +106,8 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
     near = [h for h in near if h.entity_id in kept]  # the rows bridge_chunks reads
     choices = [choose(cands, near) for cands in found]
     picked = [(c[0].id, c[0].name) for c in choices if c is not None]
-    facts_job = None if engine is None or not picked else _EMBED.submit(
+    # on the search pool, as every search statement (not behind other requests' parses)
+    facts_job = None if engine is None or not picked else _POOL.submit(
         _read_facts, engine, scope, _may_place(choices, found, near),
         [i for i, _ in picked], as_of)
     about = bridges.titled_chunks(conn, scope, picked, vector.result(), skip, PER_ENTITY) \
