@@ -2,12 +2,16 @@
 (graph_flows.query.hop_one), the bridge it introduces and the bridge's best passage, placed
 right after that hop-1 passage.
 
-The round reads only what it needs, in four small statements (storage.bridges): the
-entities the hop-1 chunks mention (the candidates, scored by their link to the question's
-relation: :func:`graph_flows.query.hop_one.candidates`), the passages of those candidates
-nearest the question (exact cosine over each candidate's own provenance, a few each,
-outside the hop-1 documents), the passages about the chosen bridges (below), and the facts
-the chosen passages state about the bridge.
+The round reads only what it needs, in three small statements, two after another: the
+entities the hop-1 chunks mention with each one's passages nearest the question (exact
+cosine over its own provenance, a few each, outside the hop-1 documents:
+storage.bridge_reads.mentioned_with_chunks), then the passages about the chosen bridges
+(below) and, beside them on a connection of their own, the facts the passages the round may
+place state about the bridges (cut to those placed once known). The candidates are scored
+by their link to the question's relation (:func:`graph_flows.query.hop_one.candidates`):
+the sentences of a hop-1 passage that say a relation word are parsed in one batch while
+the first statement runs, before the mentions are known. Round 1's vector of the question
+is reused (``question_vector``).
 
 A candidate's score is its ``link`` (0..1) plus how well its best passage matches the
 question (its cosine, min-max scaled over the hop's candidates to 0..1): two kinds of
@@ -44,15 +48,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from graph_flows.query import confidence, extractive, hop_one, loop, scoring
-from graph_flows.query.retrieval_base import _with_retry
+from graph_flows.query.retrieval_base import _POOL, _with_retry
 from graph_flows.shared.resources import get_resources
 from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
-from storage import bridges
+from storage import bridge_reads, bridges
 from storage.models import as_row
 
 PER_ENTITY = 3  # passages read per candidate
@@ -77,27 +82,38 @@ class Followed:
 
 
 def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
-           hops: Sequence[hop_one.HopOne], embed: Callable[[], Sequence[float]],
-           as_of: Any = None) -> Followed:
+         hops: Sequence[hop_one.HopOne], embed: Callable[[], Sequence[float]],
+         as_of: Any = None, engine: Any = None) -> Followed:
     """The bridge of each hop-1 passage in ``hops`` and its best passage (module
-    docstring); ``embed`` gives the question's vector."""
+    docstring); ``embed`` gives the question's vector. ``engine``: the pool on which the
+    facts of the passages the round may place are read beside the titled passages (None:
+    after them, on ``conn``)."""
     start = time.perf_counter()
-    vector = _EMBED.submit(embed)  # beside the first statement and the parse
-    out = Followed()
+    vector = _EMBED.submit(embed)  # round 1's, or embedded beside the parse
     q = extractive.question(query, names)
     relation = confidence.relation_words(q)
-    mentioned = bridges.chunk_entities(conn, [h.passage["id"] for h in hops])
-    found = [hop_one.candidates(h, [as_row(e) for e in mentioned[h.passage["id"]]], q,
-                                relation) for h in hops]
-    ids = [c.id for cands in found for c in cands]
+    # the sentences saying a relation word are parsed (CPU) on a thread of their own while
+    # the first statement reads the entities the hop-1 chunks mention and their passages
+    parsing = [_EMBED.submit(hop_one.parse, str(h.passage.get("text") or ""), relation)
+               for h in hops]
     skip = [str(h.passage.get("document_id")) for h in hops if h.passage.get("document_id")]
-    near = bridges.bridge_chunks(conn, scope, ids, vector.result(), skip, PER_ENTITY) \
-        if ids else []
-    rows = {e.id: e for es in mentioned.values() for e in es}
+    mentioned, near = bridge_reads.mentioned_with_chunks(
+        conn, scope, [h.passage["id"] for h in hops], vector.result(), skip, PER_ENTITY)
+    found = [hop_one.linked(h, hop_one.mentions(
+        h, [as_row(e) for e in mentioned[h.passage["id"]]], q), relation, parsed=p.result())
+        for h, p in zip(hops, parsing, strict=True)]
+    kept = {c.id for cands in found for c in cands}
+    near = [h for h in near if h.entity_id in kept]  # the rows bridge_chunks reads
     choices = [choose(cands, near) for cands in found]
     picked = [(c[0].id, c[0].name) for c in choices if c is not None]
+    # on the search pool, as every search statement (not behind other requests' parses)
+    facts_job = None if engine is None or not picked else _POOL.submit(
+        _read_facts, engine, scope, _may_place(choices, found, near),
+        [i for i, _ in picked], as_of)
     about = bridges.titled_chunks(conn, scope, picked, vector.result(), skip, PER_ENTITY) \
         if picked else []
+    out = Followed()
+    rows = {e.id: e for es in mentioned.values() for e in es}
     for hop, cands, chosen in zip(hops, found, choices, strict=True):
         chosen = None if chosen is None else placed(chosen, about)
         record = {"passage": hop.passage.get("title") or "", "uri": hop.passage.get("uri"),
@@ -106,15 +122,57 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
         if chosen is not None:
             cand, hit, why = chosen
             record |= {"bridge": cand.name, "why": why, "document": hit.row.get("title")}
-            out.places.append((str(hop.passage["id"]), _bridge_row(hit)))
+            out.places.append((str(hop.passage["id"]), passage_row(hit)))
             out.entities.append(_entity_row(rows[cand.id]))
             record["tail"] = _hedge(cand, hit, cands, near, out)
         out.hops.append(record)
-    chunks = [row["id"] for _, row in out.places] + [row["id"] for row in out.tail]
-    out.facts = [_fact_row(f) for f in bridges.chunk_facts(
-        conn, scope, chunks, [e["id"] for e in out.entities], FACTS, as_of)]
+    out.facts = _facts(conn, scope, out, facts_job, as_of)
     out.ms = round((time.perf_counter() - start) * 1000, 2)
     return out
+
+
+def _may_place(choices: Sequence[tuple[hop_one.Candidate, bridges.BridgeChunk, str] | None],
+               found: Sequence[Sequence[hop_one.Candidate]],
+               near: Sequence[bridges.BridgeChunk]) -> list[str]:
+    """The chunks the round places unless a titled passage replaces one (:func:`placed`):
+    each chosen bridge's best passage, its own document's and the runner-up's
+    (:func:`_hedge`)."""
+    out: list[str] = []
+    for chosen, cands in zip(choices, found, strict=True):
+        if chosen is None:
+            continue
+        cand, hit, _ = chosen
+        own = next((h for h in near if h.entity_id == cand.id and h.own), None)
+        runner = choose([c for c in cands if c.id != cand.id], near)
+        out += [hit.row["id"], *([own.row["id"]] if own else []),
+                *([runner[1].row["id"]] if runner else [])]
+    return list(dict.fromkeys(out))
+
+
+def _read_facts(engine: Any, scope: Sequence[str], chunks: list[str], ids: list[str],
+                as_of: Any) -> tuple[list[str], list[tuple[str, bridges.ChunkFact]]]:
+    """``chunks`` and the rows of their facts about ``ids`` (on a connection of its own)."""
+    return chunks, _with_retry(engine, bridge_reads.chunk_fact_rows, (scope, chunks, ids, as_of))
+
+
+def _facts(conn: Any, scope: Sequence[str], out: Followed,
+           job: Future[tuple[list[str], list[tuple[str, bridges.ChunkFact]]]] | None,
+           as_of: Any) -> list[dict[str, Any]]:
+    """The facts the placed and hedged passages state about their bridges (at most
+    :data:`FACTS`, as storage.bridges.chunk_facts gives them): from ``job``'s rows (read
+    beside the titled passages, for the chunks the round may place) and, for a titled
+    passage placed instead, read now."""
+    chunks = [row["id"] for _, row in out.places] + [row["id"] for row in out.tail]
+    ids = [e["id"] for e in out.entities]
+    if job is None:
+        return [fact_row(f) for f in bridges.chunk_facts(conn, scope, chunks, ids, FACTS,
+                                                         as_of)]
+    asked, rows = job.result()
+    missing = [c for c in chunks if c not in set(asked)]
+    if missing:
+        rows = sorted([*rows, *bridge_reads.chunk_fact_rows(conn, scope, missing, ids, as_of)],
+                      key=lambda r: (-float(r[1].fact.confidence or 0), r[1].fact.id, r[0]))
+    return [fact_row(f) for f in bridge_reads.cut_facts(rows, chunks, ids, FACTS)]
 
 
 def _hedge(cand: hop_one.Candidate, hit: bridges.BridgeChunk,
@@ -128,11 +186,11 @@ def _hedge(cand: hop_one.Candidate, hit: bridges.BridgeChunk,
     runner = choose([c for c in cands if c.id != cand.id], near)
     if runner is not None:
         hedges.append(runner[1])
-    out.tail += [_bridge_row(h) for h in hedges]
+    out.tail += [passage_row(h) for h in hedges]
     return [str(h.row.get("title") or "") for h in hedges]
 
 
-def _bridge_row(hit: bridges.BridgeChunk) -> dict[str, Any]:
+def passage_row(hit: bridges.BridgeChunk) -> dict[str, Any]:
     """A bridge passage's row as the evidence holds it."""
     return guard_passage({**hit.row, "score": round(hit.similarity, 6), "methods": ["bridge"]})
 
@@ -185,7 +243,7 @@ def _entity_row(entity: Any) -> dict[str, Any]:
             "agreement": scoring.agreement(["bridge"])}
 
 
-def _fact_row(found: bridges.ChunkFact) -> dict[str, Any]:
+def fact_row(found: bridges.ChunkFact) -> dict[str, Any]:
     return {**as_row(found.fact), "methods": ["bridge"], "text_match": False,
             "similarity": 0.0, "hop": None, "score": 0,
             "agreement": scoring.agreement(["bridge"]), "sources": found.sources,
@@ -217,7 +275,7 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
     hops = hops_of(state, follow)
     found = _with_retry(engine, lambda conn: find(conn, scope, state["query"], names, hops,
-                                                  embed, as_of), ())
+                                                  embed, as_of, engine), ())
     merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
                                     found.tail)
     words = " ".join(follow.get("uncovered") or ())

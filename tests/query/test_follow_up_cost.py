@@ -58,14 +58,17 @@ def res(store: KnowledgeStore) -> Iterator[Resources]:
 
 
 @contextmanager
-def statements() -> Iterator[list[str]]:
-    """Every SQL statement sent while inside (any engine, any thread)."""
+def statements(connections: list[Any] | None = None) -> Iterator[list[str]]:
+    """Every SQL statement sent while inside (any engine, any thread); ``connections``
+    gets the DBAPI connection each was sent on."""
     seen: list[str] = []
     lock = threading.Lock()
 
-    def note(_conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
+    def note(conn: Any, _cursor: Any, sql: str, *_args: Any) -> None:
         with lock:
             seen.append(sql)
+            if connections is not None:
+                connections.append(conn.connection.dbapi_connection)
 
     event.listen(Engine, "before_cursor_execute", note)
     try:
@@ -120,15 +123,21 @@ def test_a_hop_round_reuses_round_one_s_question_vector(res: Resources) -> None:
     assert final.get("question_vector") is None  # ... nor ends in the values surfaces read
 
 
-def test_a_hop_round_is_four_statements(res: Resources) -> None:
+def test_a_hop_round_is_three_statements_two_after_another(res: Resources) -> None:
     state, runtime = _round_one()
     state |= nodes.assess_evidence(state, runtime)  # type: ignore[arg-type]
     assert state["follow_up"]["hops"]
     asked = len(res.embeddings.queries)
-    with statements() as hop:
+    conns: list[Any] = []
+    with statements(conns) as hop:
         out = nodes.retrieve_knowledge(state, runtime)  # type: ignore[arg-type]
     assert out["rounds"][-1]["hops"][0]["bridge"] == "Orsina Kael"
     assert len(res.embeddings.queries) == asked  # the question is not embedded again
-    # the entities the hop-1 passage mentions, the candidates' passages, their facts, and the
-    # passages titled by the chosen bridge's name (second_hop.placed)
-    assert len(hop) == 4 and not [s for s in hop if any(k in s for k in _CANDIDATE_SQL)]
+    # the entities the hop-1 passage mentions with their passages (one statement), then the
+    # passages titled by the chosen bridge's name (second_hop.placed) and, beside it on a
+    # connection of its own, the facts of the passages the round may place
+    assert len(hop) == 3 and not [s for s in hop if any(k in s for k in _CANDIDATE_SQL)]
+    mentioned = next(i for i, s in enumerate(hop) if "entity_provenance" in s)
+    titled = next(i for i, s in enumerate(hop) if "phraseto_tsquery" in s)
+    facts = next(i for i, s in enumerate(hop) if "relation_provenance" in s)
+    assert conns[mentioned] is conns[titled] and conns[facts] is not conns[titled]

@@ -165,3 +165,47 @@ def test_the_choice_is_hedged_in_the_tail_by_the_bridge_s_own_document_and_the_r
     alone = second_hop.Followed()
     assert second_hop._hedge(cands[0], near[0], cands[:1], near[:1], alone) == []
     assert alone.tail == []
+
+
+class _CountingParser:
+    """The real spaCy pipeline, counting one-by-one calls and batches (and their texts)."""
+
+    def __init__(self, nlp: Any) -> None:
+        self.nlp, self.calls, self.batches = nlp, 0, []
+
+    def __call__(self, text: str, **kw: Any) -> Any:
+        self.calls += 1
+        return self.nlp(text, **kw)
+
+    def pipe(self, texts: Any, **kw: Any) -> Any:
+        texts = list(texts)
+        self.batches.append(texts)
+        return self.nlp.pipe(texts, **kw)
+
+
+@pytest.mark.skipif(load_nlp() is None, reason="the spaCy pipeline is not installed")
+def test_the_parse_is_one_batch_read_before_the_mentions_and_the_same_as_one_by_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The follow-up parses a hop-1 passage in one batch (spaCy's per-call overhead is most
+    of a short sentence's parse), before the mentions are known (beside the round's first
+    statement); the links read from it are those of each sentence parsed on its own."""
+    nlp, skip = hop_one._parser()
+    counting = _CountingParser(nlp)
+    monkeypatch.setattr(hop_one, "_parser", lambda: (counting, skip))
+    q = extractive.question(QUESTION, ["Arden Review"])
+    relation = confidence.relation_words(q)
+    text = ARDEN["text"] + " The Lumen Society published it first in Halden. Rain fell."
+    said = [(n, text.index(n)) for n in ("Lumen Society", "Corvin Circle", "Mara Quill")]
+    said.append(("Halden", text.rindex("Halden")))
+    parsed = hop_one.parse(text, relation)
+    # the two sentences that say a relation word ("published"), in one batch; no other
+    assert counting.calls == 0 and len(counting.batches) == 1
+    assert len(counting.batches[0]) == 2 and sorted(parsed) == sorted(
+        start for start, s in hop_one._sentences(text) if "published" in s)
+    one_by_one = {start: nlp(s, disable=skip) for start, s in hop_one._sentences(text)}
+    expected = hop_one.links(text, said, relation, one_by_one)
+    assert hop_one.links(text, said, relation, parsed) == expected
+    # without a parse given, links parses the sentences that hold a mention: one batch
+    assert hop_one.links(text, said, relation) == expected
+    assert counting.calls == 0 and len(counting.batches) == 2
+    assert expected[0][0] == pytest.approx(0.5) and expected[3][0] > 0

@@ -12,7 +12,7 @@ import pytest
 
 from graph_flows.query import hop_one, second_hop
 from graph_flows.shared.embeddings import MiniLMEmbeddings
-from storage import DocumentIn, EntityIn, KnowledgeStore, evidence, ids
+from storage import DocumentIn, EntityIn, KnowledgeStore, RelationIn, evidence, ids
 from storage.bridges import BridgeChunk
 
 QUESTION = "When was the country that produced Dunmore Fist taken by the Orlan crown?"
@@ -86,3 +86,29 @@ def test_a_passage_about_the_bridge_is_placed_only_when_it_matches_better() -> N
                                         _chunk("e1", "c4", "Kestavia (band)", 0.35)])
     assert better[1].row["id"] == "c2" and better[0] is cand
     assert better[2].startswith("why; “British Kestavia”, whose title names it")
+
+
+def test_the_facts_read_beside_the_titled_passages_are_those_read_after_them(
+        store: KnowledgeStore, chunks: dict[str, str]) -> None:
+    """With a pool, the round reads the facts of the passages it may place beside the
+    titled passages, and those of a titled passage placed instead after them: the same
+    round as reading them all after."""
+    kestavia, crown = (ids.entity_id(n, "concept", "default") for n in ("Kestavia",
+                                                                        "Orlan crown"))
+    store.write_graph([], [RelationIn(kestavia, "taken_by", crown,
+                                      "The Orlan crown took Kestavia in 1841.", "default",
+                                      0.9, _EMBEDDER.embed_query("taken"),
+                                      chunk_ids=(chunks["british.md"],)),
+                           RelationIn(kestavia, "works_in", crown,
+                                      "Aman Orr worked in Kestavia.", "default", 0.7,
+                                      _EMBEDDER.embed_query("worked"),
+                                      chunk_ids=(chunks["orr.md"],))])
+    args = (["default"], QUESTION, ["Dunmore Fist"], [_hop(chunks)],
+            lambda: _EMBEDDER.embed_query(QUESTION))
+    with store.connect() as conn:
+        after = second_hop.find(conn, *args)
+    with store.connect() as conn:
+        beside = second_hop.find(conn, *args, engine=store.search_engine(5000))
+    assert beside.hops == after.hops and beside.places == after.places
+    assert beside.facts == after.facts
+    assert [f["fact"] for f in after.facts] == ["The Orlan crown took Kestavia in 1841."]
