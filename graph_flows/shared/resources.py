@@ -78,6 +78,7 @@ class Resources:
 
 _lock = threading.Lock()
 _default: Resources | None = None
+_builder: int | None = None  # the thread building the default, holding _lock meanwhile
 _current: ContextVar[Resources | None] = ContextVar("krag_resources", default=None)
 
 
@@ -93,7 +94,7 @@ def build_resources(settings: Settings | None = None) -> Resources:
 
 def get_resources() -> Resources:
     """The resources installed for this request, or the process default (environment)."""
-    global _default
+    global _default, _builder
     current = _current.get()
     if current is not None:
         return current
@@ -101,9 +102,20 @@ def get_resources() -> Resources:
         if _default is None:
             from graph_flows.shared.heap import freeze_loaded
 
-            _default = build_resources()
-            freeze_loaded()  # a serving process (LangGraph server, MCP): loading is done
+            _builder = threading.get_ident()
+            try:
+                _default = build_resources()
+                freeze_loaded()  # a serving process (LangGraph server, MCP): loading is done
+            finally:
+                _builder = None
         return _default
+
+
+def building_here() -> bool:
+    """Whether this thread is building the process default (and holds the lock
+    :func:`close_default` waits for): a signal handler that interrupted the build must not
+    wait for it."""
+    return _builder == threading.get_ident()
 
 
 def close_default() -> None:

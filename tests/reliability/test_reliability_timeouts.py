@@ -49,6 +49,28 @@ def stream(query: str) -> tuple[list[str], dict[str, Any], float]:
     return tokens, out, time.monotonic() - t0
 
 
+@pytest.fixture
+def warm(resources: Resources, llm_server: LLMServer) -> float:
+    """Seconds the question takes now without the models, once the process is warm.
+
+    A process's first question imports the query graph's modules and loads its models and
+    LLM client (8.5 s, then 0.3 s, for the no-LLM question on 2 busy cores; 2.0 s, then
+    0.3 s, in LLM mode), which the timed bounds are not about: a serving process is warmed
+    before its first question (graph_flows.services.warm). So one untimed question in each
+    mode first; the bounds then allow twice the time the question's own work takes at this
+    moment's load on top of the budget. The server's records, the resources' settings and
+    the provider probes are left as they were."""
+    settings, chat = resources.settings, resources.chat_override
+    stream(QUESTION)
+    use_llm(resources, llm_server, request_timeout_s=60, llm_timeout_s=60)
+    stream(QUESTION)
+    resources.settings, resources.chat_override = settings, chat
+    own = stream(QUESTION)[2]
+    llm_server.requests.clear()
+    providers.clear_probe_cache()
+    return own
+
+
 def server_threads() -> list[threading.Thread]:
     """The fake server's request handlers still running."""
     return [t for t in threading.enumerate() if "process_request_thread" in t.name]
@@ -67,14 +89,14 @@ def assert_no_client_thread_left(before: set[threading.Thread]) -> None:
 
 
 def test_request_budget_cuts_a_slow_answer_stream(
-        resources: Resources, llm_server: LLMServer) -> None:
+        resources: Resources, llm_server: LLMServer, warm: float) -> None:
     use_llm(resources, llm_server, extraction_model="none", request_timeout_s=2.0,
             llm_timeout_s=60)
     llm_server.default_reply = "The Analytical Engine uses punched cards [F1]. " * 10
     llm_server.token_delay = 0.2  # ~70 tokens: 14 s to stream in full
     before, serving = client_threads(), set(server_threads())
     tokens, out, elapsed = stream(QUESTION)
-    assert elapsed < 2.0 + 1.5, elapsed
+    assert elapsed < 2.0 + 1.5 + 2 * warm, (elapsed, warm)
     assert_no_client_thread_left(before)
     # The client closed the stream: the server's writes fail and its handler ends at once
     # instead of streaming the remaining ~12 s.
@@ -92,22 +114,24 @@ def test_request_budget_cuts_a_slow_answer_stream(
 
 
 def test_request_budget_bounds_hung_analysis_and_answer_models(
-        resources: Resources, llm_server: LLMServer) -> None:
-    use_llm(resources, llm_server, request_timeout_s=1.5, llm_timeout_s=60)
+        resources: Resources, llm_server: LLMServer, warm: float) -> None:
+    # a third of the budget for the analysis; the rest leaves retrieval 6x its warm time
+    # before the answer call (at 1.5 s a busy machine spent it all before that call)
+    use_llm(resources, llm_server, request_timeout_s=3.0, llm_timeout_s=60)
     llm_server.fault = lambda req: 10.0 if req.path == "/api/chat" else None  # never in time
     before = client_threads()
     _, out, elapsed = stream(QUESTION)
-    assert elapsed < 1.5 + 1.0, elapsed
+    assert elapsed < 3.0 + 1.0 + 2 * warm, (elapsed, warm)
     assert_no_client_thread_left(before)  # the clients' own timeouts ended both calls
     assert len(llm_server.bodies("/api/chat")) == 2  # analysis and answer, no retries
     assert out["analysis"]["method"] == "heuristic" and out["answer_mode"] == "extractive"
-    assert any("share of the 1.5 s request budget" in e for e in out["errors"])
+    assert any("share of the 3 s request budget" in e for e in out["errors"])
     assert any("request budget" in e and "answer" in e for e in out["errors"])
     assert out["facts"] and out["citations"]
 
 
 def test_spent_budget_skips_remaining_search_methods(
-        resources: Resources, monkeypatch: pytest.MonkeyPatch) -> None:
+        resources: Resources, monkeypatch: pytest.MonkeyPatch, warm: float) -> None:
     resources.settings = Settings(_env_file=None, chat_model="none", request_timeout_s=1.0)
     slow = search.entity_summary
 
@@ -118,7 +142,7 @@ def test_spent_budget_skips_remaining_search_methods(
     monkeypatch.setattr(search, "entity_summary", slow_summary)
     t0 = time.monotonic()
     out = query_flow.invoke({"query": "Analytical Engine"})
-    assert time.monotonic() - t0 < 1.3 + 1.0
+    assert time.monotonic() - t0 < 1.3 + 1.0 + 2 * warm
     skipped = out["search_metrics"]["skipped"]
     assert {"fact_trigram", "endpoints", "fact_sources"} <= set(skipped)
     assert any("1 s request budget was spent; skipped search methods: " in e
@@ -139,7 +163,8 @@ def test_retrieve_with_a_past_deadline_runs_nothing(resources: Resources) -> Non
         "entity_like", "entity_trigram", "entity_summary", "fact_like", "fact_trigram"}
 
 
-def test_search_timeout_degrades_a_blocked_method(resources: Resources, db_url: str) -> None:
+def test_search_timeout_degrades_a_blocked_method(resources: Resources, db_url: str,
+                                                  warm: float) -> None:
     """statement_timeout (search_timeout_s) cancels searches stuck behind a lock; the
     methods on other tables still answer."""
     resources.settings = Settings(_env_file=None, chat_model="none", search_timeout_s=0.5)
@@ -149,7 +174,7 @@ def test_search_timeout_degrades_a_blocked_method(resources: Resources, db_url: 
         out = query_flow.invoke({"query": "Analytical Engine"})
         elapsed = time.monotonic() - t0
         locker.rollback()
-    assert elapsed < 0.5 * 2 + 2.0, elapsed
+    assert elapsed < 0.5 * 2 + 2.0 + 2 * warm, (elapsed, warm)
     errors = out["search_metrics"]["errors"]
     assert "entity_trigram" in errors, errors
     assert all("statement timeout" in msg for msg in errors.values()), errors

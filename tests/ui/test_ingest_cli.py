@@ -312,6 +312,19 @@ def test_killed_run_resumes_to_the_same_graph_as_a_clean_run(
 
 
 # -- several workers ------------------------------------------------------------------------
+def gate_until_chat_requests(server: LLMServer, n: int) -> Any:
+    """A fault hook holding every chat request until the server has received ``n`` of them
+    (at most 120 s): with ``n`` above one process's calls in flight, no process finishes a
+    batch before another one has claimed chunks too."""
+    def gate(req: Any) -> None:
+        if req.path == "/v1/chat/completions":
+            deadline = time.monotonic() + 120
+            while (len(server.bodies("/v1/chat/completions")) < n
+                   and time.monotonic() < deadline):
+                time.sleep(0.02)
+    return gate
+
+
 @pytest.mark.slow
 def test_two_workers_share_chunks_without_duplicate_extraction(
         empty_db_url: str, tmp_path: Path, server: ContentLLMServer,
@@ -320,7 +333,11 @@ def test_two_workers_share_chunks_without_duplicate_extraction(
     for key, value in llm_env(db_url, tmp_path, server).items():
         monkeypatch.setenv(key, value)  # for the worker processes
     corpus = copy_corpus(tmp_path, ("03-full-text-search.md", "04-knowledge-graphs.md"))
-    server.latency = 0.3  # one worker alone would need ~4 s: both get a share
+    # Both get a share whatever the load: a worker has at most `concurrency` (2) calls in
+    # flight, so the third request comes from the other one (a latency alone was a race:
+    # under load the second spawned interpreter started after the first had taken every
+    # chunk, ~4 s at 0.3 s a call)
+    server.fault = gate_until_chat_requests(server, 3)
     store = KnowledgeStore.open(db_url, embedding_model=FAKE_EMBED, embedding_dim=384)
     snaps: list[dict[str, int]] = []
     try:
@@ -338,19 +355,6 @@ def test_two_workers_share_chunks_without_duplicate_extraction(
     assert query(db_url, "SELECT max(attempts) FROM extraction_status")[0][0] == 1
     assert snaps[-1]["completed"] == chunks == snaps[-1]["total"]
     assert snaps[-1]["llm_calls"] == chunks and snaps[-1]["entities"] > 0
-
-
-def gate_until_chat_requests(server: LLMServer, n: int) -> Any:
-    """A fault hook holding every chat request until the server has received ``n`` of them
-    (at most 120 s): with ``n`` above one process's calls in flight, no process finishes a
-    batch before another one has claimed chunks too."""
-    def gate(req: Any) -> None:
-        if req.path == "/v1/chat/completions":
-            deadline = time.monotonic() + 120
-            while (len(server.bodies("/v1/chat/completions")) < n
-                   and time.monotonic() < deadline):
-                time.sleep(0.02)
-    return gate
 
 
 @pytest.mark.slow

@@ -148,6 +148,23 @@ def test_sigterm_to_krag_mcp_stdio_stops_the_embedded_server(tmp_path: Path) -> 
         _stop(proc)
 
 
+def test_sigterm_to_krag_mcp_stdio_while_its_store_opens_stops_it(tmp_path: Path) -> None:
+    """SIGTERM as soon as the postmaster runs, while the process still opens its store
+    (migrations: seconds, longer on a busy machine, where the test above's 2 s ran into this
+    window): the store opens holding the default resources' lock, which the signal handler,
+    running on the same thread, waited for forever (the process hung)."""
+    data, log = tmp_path / "data", tmp_path / "mcp.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen([str(BIN / "krag"), "mcp"], cwd=ROOT, env=_env(data),
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        _wait_for(lambda: _postmaster_pid(data) is not None, proc, log,
+                  "embedded postmaster start")
+        _terminate_and_check(proc, data, log)
+    finally:
+        _stop(proc)
+
+
 def test_sigterm_to_langgraph_dev_stops_the_embedded_server(tmp_path: Path) -> None:
     """The graphs open the store on their first run; the shutdown hook of the http app in
     langgraph.json releases it (uvicorn re-raises SIGTERM without running atexit)."""

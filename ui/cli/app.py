@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -272,8 +273,12 @@ def _on_sigterm(signum: int, frame: object) -> None:  # pragma: no cover - signa
 
 
 def _release_and_exit(signum: int, frame: object) -> None:  # pragma: no cover - signal path
-    from graph_flows.shared.resources import close_default
+    from graph_flows.shared.resources import building_here, close_default
 
+    if building_here():  # the store is opening below this frame, holding the lock that
+        # close_default waits for: release it from a thread once the opening is done
+        threading.Thread(target=_release_and_exit, args=(signum, None), daemon=True).start()
+        return
     try:
         close_default()  # releases the embedded Postgres handle
     finally:
