@@ -1,8 +1,9 @@
 """The kind of answer a question asks for, and the mentions of that kind in a sentence.
 
-"When" asks for a date; "how many", "how much", "how heavy" (any "how" + measure), "what
-amount of" for a number or amount; "where" for a place; "who" for a person (or an
-organisation: "who published ..."); anything else for a name. A mention's kind comes from
+"When" asks for a date; "what time" (of day) for a time; "how many", "how much", "how
+heavy" (any "how" + measure), "what amount of" for a number or amount; "where" for a
+place; "who" for a person (or an organisation: "who published ..."); anything else for a
+name. A mention's kind comes from
 its entity type — spaCy's named-entity label (:data:`NER_KINDS`) when the pipeline is installed
 (:func:`graph_flows.shared.nlp.load_nlp`, loaded once per process, never at import) — not
 from its capitals: a year is a date, not a weight; an organisation is not a person, and
@@ -25,6 +26,8 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("number", re.compile(r"\bhow (?:many|much|old|long|far|tall|big|large|heavy|high|wide|"
                           r"deep|fast|often)\b|"
                           r"\bwhat (?:percentage|number|amount|quantity)\b", re.I)),
+    ("time", re.compile(r"\b(?:what|which) (?:time|hour)\b(?!\s+of\s+(?:the\s+)?(?:year|month|"
+                        r"season|century|decade|life))", re.I)),
     ("date", re.compile(r"^\s*when\b|\b(?:what|which|in what) (?:year|date|century|decade)\b|"
                         r"\bwhen (?:did|was|were|does|is|do)\b", re.I)),
     ("place", re.compile(r"^\s*where\b|\bwhere (?:did|was|were|is|does|do)\b", re.I)),
@@ -32,7 +35,8 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 """The answer's kind by the question's wh-phrase, first match wins; else ``name``."""
 NER_KINDS = {
-    "date": {"DATE"}, "number": {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE", "TIME"},
+    "date": {"DATE"}, "time": {"TIME"},
+    "number": {"CARDINAL", "QUANTITY", "MONEY", "PERCENT", "DATE", "TIME"},
     "person": {"PERSON", "ORG"}, "place": {"GPE", "LOC", "FAC"},
 }
 """spaCy labels that answer each kind ("who" is often an organisation: "who published");
@@ -62,8 +66,13 @@ class Mention(NamedTuple):
     prep: str = ""
 
 
+COUNTED = frozenset({"date", "time", "number"})
+"""Kinds a number answers (a bare number is a candidate only to these)."""
+
+
 def asked_kind(query: str) -> str:
-    """``number``, ``date``, ``place``, ``person`` or ``name``: what the question asks for."""
+    """``number``, ``time``, ``date``, ``place``, ``person`` or ``name``: what the question
+    asks for ("what time" is a time of day, spaCy's ``TIME``; "what time of year" is not)."""
     for kind, cue in _KINDS:
         if cue.search(query):
             return kind
@@ -146,7 +155,7 @@ def fits(text: str, label: str, kind: str, prep: str = "") -> bool:
     object of a preposition of place; ``name`` takes any). Without the pipeline a number
     is a date or number and a capitalised word anything else."""
     if label in ("NAME", "NUMBER"):
-        return (label == "NUMBER") == (kind in ("date", "number"))
+        return (label == "NUMBER") == (kind in COUNTED)
     if kind not in NER_KINDS:
         return True
     if label not in NER_KINDS[kind]:

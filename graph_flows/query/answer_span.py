@@ -73,7 +73,7 @@ def sentence_mentions(said: Sequence[str], docs: Sequence[Any], kind: str,
                  if not renamed(s, kind)]
         kept = set(drawable([m for m, _ in pairs], kind, whole))
         order = nearest([(m, s) for m, s in pairs if m in kept], doc,
-                        seen if kind in ("number", "date") else [])
+                        seen if kind in answer_kind.COUNTED else [])
         out[sentence] = surest(order, kind, q)
         seen += [m.text for m in found
                  if m.label not in answer_kind.NOT_NAMED and confidence.new(
@@ -86,7 +86,7 @@ def drawable(found: Sequence[Mention], kind: str, whole: bool = False,
     """The mentions a diagram draws as a candidate: a bare number only to a question
     asking a number or a date; with ``whole``, no fragment name at all
     (:func:`is_fragment`: a possessive, a bare number)."""
-    counted = kind in ("number", "date")
+    counted = kind in answer_kind.COUNTED
     kept = tuple(m for m in found if counted or not is_number(m.text))
     if whole:
         return tuple(m for m in kept if not is_fragment(clean_mention(m.text)))

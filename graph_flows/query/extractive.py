@@ -274,7 +274,7 @@ def said_names(c: Candidate, q: Question, kind: str) -> list[frozenset[str]]:
     """The names sentence ``c`` itself says (not its topic) that the question does not
     hold (:func:`name_runs`; numbers when the ``kind`` of answer asked is a date or a
     number), each as its word stems."""
-    found = name_runs(c.sentence, numbers=kind in ("date", "number"))
+    found = name_runs(c.sentence, numbers=kind in answer_kind.COUNTED)
     return [n for n in map(terms, found) if n - q.all]
 
 

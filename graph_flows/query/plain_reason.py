@@ -24,8 +24,8 @@ MAX_WORDS = 30
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _JOIN = re.compile(r"\s+|\s+(?:of|for|the|de|la|le|von|van|du|del|da)\s+(?:the\s+)?|-|\.\s*")
 """What may stand between two words of one name: "Jump for Glory", "Edgar F. Codd"."""
-_KIND_NOUNS = {"person": "person or organisation", "date": "date", "place": "place",
-               "number": "number or amount", "name": "name"}
+_KIND_NOUNS = {"person": "person or organisation", "date": "date", "time": "time",
+               "place": "place", "number": "number or amount", "name": "name"}
 _COUNTS = ("", "another document agrees", "two other documents agree",
            "three other documents agree")
 DECLINED = "The answer says the knowledge base does not hold the answer."

@@ -30,6 +30,8 @@ def _assess(query: str, text: str, cited: list[dict] | None = None, **kw) -> dic
     ("Who founded Harrowgate Foods?", "person"),
     ("Which company acquired Harrowgate Foods?", "name"),
     ("What did Edgar Codd propose?", "name"),
+    ("What time does the Norvale market close?", "time"),
+    ("At what time of year does the mill close?", "name"),  # a season, not a time of day
 ])
 def test_asked_kind_by_the_wh_phrase(query: str, kind: str) -> None:
     assert answer_kind.asked_kind(query) == kind
@@ -45,6 +47,14 @@ def test_candidate_is_a_mention_of_the_asked_kind_the_question_lacks() -> None:
     who = extractive.question(WHO)
     assert confidence.candidate(["It was founded by Margaret Ellison in Leeds."], "person",
                                  who) == "Margaret Ellison"
+
+
+def test_what_time_asks_a_time_of_day_not_an_age_or_a_date() -> None:
+    q = extractive.question("What time does the Norvale market stop selling fish?")
+    said = ["Fish may be sold only to those 18 years of age or older on 4 May 2020 "
+            "during the hours 7 a.m. to 3 a.m."]
+    assert confidence.candidate(said, "time", q) == "the hours 7 a.m. to 3 a.m."
+    assert confidence.candidate(said, "name", q) != "the hours 7 a.m. to 3 a.m."
 
 
 def test_labels_follow_the_rules() -> None:
