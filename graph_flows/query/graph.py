@@ -28,6 +28,7 @@ from graph_flows.query.nodes import (
     analyze_query,
     assess_evidence,
     build_context,
+    context_first,
     generate_response,
     retrieve_knowledge,
 )
@@ -56,7 +57,8 @@ _in_scope = scoped_node(lambda state: state.get("scope"))
 for node in (analyze_query, retrieve_knowledge, assess_evidence, build_context,
              generate_response):
     # retrieve_knowledge also reads round 1's private channel (state.LoopState)
-    builder.add_node(read_only_request(_in_scope(node)),
+    wrapped = read_only_request(_in_scope(node))
+    builder.add_node(context_first(wrapped) if node is analyze_query else wrapped,
                      input_schema=LoopState if node is retrieve_knowledge else None)
 builder.add_edge(START, "analyze_query")
 builder.add_edge("analyze_query", "retrieve_knowledge")

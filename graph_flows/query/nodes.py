@@ -8,6 +8,7 @@ the log.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -81,6 +82,17 @@ def _as_of(value: Any) -> datetime | None:
         return require_date(value, field="as_of")
     except DateParseError as exc:
         raise analyze.InvalidQueryError(str(exc)) from None
+
+
+def context_first(node: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate the graph's first node: the run context is checked (:func:`_ctx`) before
+    the node's other wrappers open anything (the store, an embedded server), so a bad
+    context is one line and nothing started."""
+    @functools.wraps(node)
+    def run(state: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        _ctx(kwargs.get("runtime"))
+        return node(state, *args, **kwargs)
+    return run
 
 
 def analyze_query(state: QueryState, runtime: Runtime[QueryContext]) -> dict[str, Any]:

@@ -319,3 +319,18 @@ def test_known_keys_still_run(resources) -> None:
     out = query_flow.invoke({"query": "Ada Lovelace", "scope": "default",
                              "entity_hints": ["Ada Lovelace"], "as_of": "2100"})
     assert out["entities"]
+
+
+def test_a_bad_run_context_is_refused_before_resources_open(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run context is checked before the first node's wrappers open the store (which
+    would start an embedded server for a request about to be refused)."""
+    from graph_flows.shared import resources as runtime
+
+    def build(*args: object) -> None:
+        raise AssertionError("resources opened for a refused context")
+
+    monkeypatch.setattr(runtime, "_default", None)
+    monkeypatch.setattr(runtime, "build_resources", build)
+    with pytest.raises(InvalidQueryError, match="max_hops"):
+        query_flow.invoke({"query": "Who wrote it?"}, context={"max_hops": 7})
