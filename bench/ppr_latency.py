@@ -33,6 +33,7 @@ from graph_flows.services.evaluation.data import read_questions
 from graph_flows.services.evaluation.metrics import RetrievalScore, answer_in, percentile
 from graph_flows.services.evaluation.multihop import graph_passages, ranked_documents
 from graph_flows.shared.heap import freeze_loaded
+from graph_flows.shared.reads import read_only
 from graph_flows.shared.resources import build_resources, use_resources
 from graph_flows.shared.scoped import scope_access
 from graph_flows.shared.settings import load_settings
@@ -51,12 +52,22 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
     record in ``rounds`` gives it (the cost of one round), ``round.N.<kind>`` the same per
     kind of follow-up round (``hops``: from hop-1 passages, graph_flows.query.second_hop;
     ``rules``: the weaker guess, graph_flows.query.guess_search) and ``ratio.<kind>`` that
-    round's time over round 1's in the same question."""
+    round's time over round 1's in the same question. The question runs as one read-only
+    request (graph_flows.shared.reads), as ``krag ask``, the UI and MCP run it: what a
+    request reads once (storage.request_memo) is read once here too."""
     name, _, loop = recipe.partition("+")
     ctx = QueryContext(recipe=name, no_llm_follow_up=loop == "rules",
                        max_rounds=2 if loop else 1)
     runtime = SimpleNamespace(context=ctx, stream_writer=lambda _event: None)
     state: dict[str, Any] = {"query": question, "scope": scope}
+    with read_only():  # one read-only request, as the ask service runs a question
+        ms = _nodes(state, runtime, loop)
+    return state, ms
+
+
+def _nodes(state: dict[str, Any], runtime: Any, loop: str) -> dict[str, float]:
+    """Run the nodes on ``state`` (updated in place): each node's milliseconds and each
+    round's (:func:`run_one`)."""
     ms: dict[str, float] = {}
     for node in (nodes.analyze_query, nodes.retrieve_knowledge, nodes.build_context):
         start = time.perf_counter()
@@ -77,7 +88,7 @@ def run_one(question: str, scope: str, recipe: str) -> tuple[dict[str, Any], dic
             ms[f"round.{r['round']}.{kind}"] = ms[f"round.{r['round']}"]
             if rounds[0].get("ms"):
                 ms[f"ratio.{kind}"] = ms[f"round.{r['round']}"] / float(rounds[0]["ms"])
-    return state, ms
+    return ms
 
 
 def steps(metrics: dict[str, Any]) -> dict[str, float]:

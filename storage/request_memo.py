@@ -1,5 +1,7 @@
 """Values read once per read-only request: the planner's row count of a table
-(``pg_class.reltuples``, which chooses a search's plan shape) and a scope's parent chain.
+(``pg_class.reltuples``, which chooses a search's plan shape), a scope's parent chain and
+whether a scope chain's full-text statistics are fresh (a follow-up round's BM25 search does
+not ask again: graph_flows.query.evidence._fulltext).
 
 A question runs a dozen searches; before this each read these again (3.5 and 2.2 times a
 question on MuSiQue). A read-only request (:func:`storage.replicas.read_only`) installs a
@@ -60,3 +62,11 @@ def peek(key: Hashable) -> Any:
     no request): lets a caller skip opening a transaction just to be answered from it."""
     memo = _memo.get()
     return None if memo is None else memo.get(key)
+
+
+def keep(key: Hashable, value: Any) -> None:
+    """Keep ``value`` for ``key`` in this request (:func:`peek` answers it); nothing kept
+    outside a request."""
+    memo = _memo.get()
+    if memo is not None:
+        memo[key] = value

@@ -58,6 +58,7 @@ from graph_flows.shared.threads import ContextThreadPool
 from graph_flows.shared.untrusted import guard_passage
 from storage import evidence, fulltext, search
 from storage.models import as_row
+from storage.request_memo import keep, peek
 
 FACT_SEEDS = 5  # linked facts whose ends seed PageRank
 LINKED_FACTS = 20  # facts fetched by question embedding (the rest may still join the facts)
@@ -257,11 +258,16 @@ def _merge_metrics(metrics: dict[str, Any], m: _Metrics) -> None:
 def _fulltext(conn: Any, chain: Sequence[str], question: str, limit: int,
               ) -> list[evidence.ChunkHit]:
     """BM25 passages, the scopes' full-text statistics rebuilt first when out of date (when
-    none is, they are all there: BM25 uses them without asking again)."""
-    if not fulltext.stale_term_stats(conn, chain):
+    none is, they are all there: BM25 uses them without asking again). Found fresh (or all
+    rebuilt) once in a read-only request, they are not asked again in it (a follow-up
+    round's search: storage.request_memo)."""
+    fresh = ("term_stats_fresh", tuple(chain))
+    if peek(fresh) or not (stale := fulltext.stale_term_stats(conn, chain)):
+        keep(fresh, True)
         return evidence.chunk_fulltext(conn, chain, question, limit, cached=True)
     conn.rollback()
-    fulltext.ensure_term_stats(conn, chain)
+    if set(stale) <= set(fulltext.ensure_term_stats(conn, chain)):
+        keep(fresh, True)
     return evidence.chunk_fulltext(conn, chain, question, limit)
 
 

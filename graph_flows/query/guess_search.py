@@ -6,7 +6,9 @@ follow-up's passage ranking that the evidence does not hold, the facts that docu
 and the rows of their ends. The ranking is the ppr recipe's own
 (graph_flows.query.evidence.ranked_passages: the follow-up linked to facts, dense and BM25
 passages, their neighbourhood and PageRank, the same statements with the same arguments), so
-the document admitted is the one the whole retrieval admitted. Left out are the split
+the document admitted is the one the whole retrieval admitted. What round 1 read in the same
+read-only request is not read again (storage.request_memo: the passages' rows, the scopes'
+full-text statistics being fresh). Left out are the split
 recipe's candidates (LIKE and trigram on entity names, summaries and fact texts, the facts
 touching those entities, their ends and sources: six to eight statements, half the round's
 database time, on the same two cores as the ranking's): they rank entities and facts for a
@@ -28,7 +30,14 @@ from functools import partial
 from typing import Any
 
 from graph_flows.query import evidence as recipe
-from graph_flows.query.retrieval_base import _POOL, Retrieved, SearchConfig, _embed, _Metrics
+from graph_flows.query.retrieval_base import (
+    _POOL,
+    Retrieved,
+    SearchConfig,
+    _embed,
+    _Metrics,
+    spawn_together,
+)
 from storage import evidence, search
 
 
@@ -45,10 +54,12 @@ def retrieve_guess(engine: Any, chain: Sequence[str], question: str, cfg: Search
     vector = _embed(m, embed_query)
     dense_job = linked_job = rows_job = None
     if vector is not None:
-        dense_job = spawn("chunk_vector", evidence.chunk_vector, chain, vector,
-                          recipe.DENSE_CHUNKS, recipe.EF_SEARCH)
-        linked_job = spawn("fact_question", search.fact_vector, chain, vector,
-                           recipe.LINKED_FACTS, as_of, recipe.EF_SEARCH)
+        # one transaction for both, as round 1 runs them (retrieve_ppr)
+        dense_job, linked_job = spawn_together(engine, m, (
+            ("chunk_vector", evidence.chunk_vector, chain, vector, recipe.DENSE_CHUNKS,
+             recipe.EF_SEARCH),
+            ("fact_question", search.fact_vector, chain, vector, recipe.LINKED_FACTS, as_of,
+             recipe.EF_SEARCH)))
         rows_job = recipe._CANDIDATES.submit(_linked_rows, engine, m, chain, linked_job)
     ranked = recipe.ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job,
                                     as_of, linked_job, question)

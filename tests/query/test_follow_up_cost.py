@@ -23,6 +23,7 @@ from graph_flows.shared.embeddings import MiniLMEmbeddings
 from graph_flows.shared.resources import Resources, use_resources
 from graph_flows.shared.settings import Settings
 from storage import KnowledgeStore
+from storage.replicas import read_only
 from tests.evidence_corpus import P2, QUESTION
 from tests.loop_corpus import seed_two_hop
 
@@ -86,6 +87,7 @@ def _round_one(scope: str = "default") -> tuple[dict[str, Any], Any]:
     return state, runtime
 
 
+_STALE_CHECK = "LEFT JOIN chunk_scope_stats t ON t.scope = s.scope"  # fulltext._STALE
 RULES = {"query": "Orsina Kael childhood", "by": "rules", "bridge": "Orsina Kael",
          "why": "not covered by the top passages: childhood"}
 
@@ -141,3 +143,40 @@ def test_a_hop_round_is_three_statements_two_after_another(res: Resources) -> No
     titled = next(i for i, s in enumerate(hop) if "phraseto_tsquery" in s)
     facts = next(i for i, s in enumerate(hop) if "relation_provenance" in s)
     assert conns[mentioned] is conns[titled] and conns[facts] is not conns[titled]
+
+
+def test_a_rule_round_in_round_one_s_request_repeats_none_of_its_checks(
+        res: Resources) -> None:
+    """Run as one read-only request (as ``krag ask`` runs a question), the rule round does
+    not ask again whether the scope's full-text statistics are fresh (round 1 found them
+    so, or rebuilt them: storage.request_memo), runs its two vector searches in one
+    transaction as round 1 does, and ranks exactly what it ranks in a request of its own."""
+    with read_only():
+        state, runtime = _round_one()
+        conns: list[Any] = []
+        with statements(conns) as rule:
+            guess = nodes.retrieve_knowledge({**state, "follow_up": RULES},  # type: ignore
+                                             runtime)
+    with read_only(), statements() as alone:  # a request of its own: the check runs
+        apart = nodes.retrieve_knowledge({**state, "follow_up": RULES},  # type: ignore
+                                         runtime)
+    assert [s for s in alone if _STALE_CHECK in s]
+    assert not [s for s in rule if _STALE_CHECK in s]
+    assert len(rule) == len(alone) - 1
+    dense = next(i for i, s in enumerate(rule) if "c.embedding <=>" in s)
+    linked = next(i for i, s in enumerate(rule) if "r.embedding <=>" in s)
+    assert conns[dense] is conns[linked]
+    assert guess["passages"] == apart["passages"] and guess["facts"] == apart["facts"]
+    assert guess["search_metrics"]["ppr"]["ranked"] == apart["search_metrics"]["ppr"]["ranked"]
+    assert P2 in [p["uri"] for p in guess["passages"]]
+
+
+def test_the_latency_bench_runs_a_question_as_one_request(res: Resources) -> None:
+    """bench.ppr_latency times a question as ``krag ask`` runs it: one read-only request
+    for all its nodes and rounds, so what a request reads once is read once there too."""
+    from bench import ppr_latency
+
+    with statements() as seen:
+        state, ms = ppr_latency.run_one(QUESTION, "default", "ppr+rules")
+    assert len(state["rounds"]) == 2 and ms["round.2.hops"] > 0
+    assert sum("FROM pg_class" in s and "reltuples" in s for s in seen) <= 2  # per table
