@@ -81,8 +81,6 @@ _CANDIDATES = ContextThreadPool(max_workers=2, thread_name_prefix="krag-candidat
 
 Run = Callable[..., Any]
 """``run(name, fn, *args)``: the retrieval runner (metrics, retry, deadline; [] on failure)."""
-Spawn = Callable[..., "Future[Any]"]
-"""``spawn(name, fn, *args)``: the same on the search pool, returning a future."""
 
 
 def retrieve_ppr(
@@ -93,19 +91,8 @@ def retrieve_ppr(
     """The split recipe's candidates and, beside them, passages and facts ranked by PageRank;
     a scope without chunk vectors gets the split recipe's answer and a notice."""
     chain = scope_chain(engine, m, scope) or [scope]
-    spawn = partial(_POOL.submit, m.run, engine)
-    text_job = spawn("chunk_fulltext", _fulltext, chain, question, FULLTEXT_CHUNKS)
-    vector = _embed(m, embed_query)
-    dense_job = linked_job = None
-    if vector is not None:
-        # the two nearest-neighbour searches share a transaction (passages first: PageRank
-        # waits for them first). The facts' candidate list is the passages': at the
-        # default 40, approximate search missed nearest facts (MuSiQue R@5 +.005 to +.017
-        # at 100, measured on four graphs)
-        dense_job, linked_job = spawn_together(engine, m, (
-            ("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH),
-            ("fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of,
-             EF_SEARCH)))
+    text_job, vector, dense_job, linked_job = start_searches(engine, m, chain, question,
+                                                             embed_query, as_of)
     split_m = _Metrics(m.deadline)
     base_job = _CANDIDATES.submit(
         retrieve_split, engine, split_m, t0, scope, terms, predicates,
@@ -119,7 +106,7 @@ def retrieve_ppr(
         fact_vector=None if linked_job is None else _facts_linked(linked_job, cfg.fact_limit),
         # the linked facts' ends and sources come with the candidates' (one statement each)
         extra=None if linked_job is None else _linked_ids(linked_job))
-    ranked = ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job, as_of,
+    ranked = ranked_passages(partial(m.run, engine), chain, dense_job, text_job, as_of,
                              linked_job, question)
     base = base_job.result()
     if ranked is not None and base.looked_up is not None:
@@ -140,6 +127,27 @@ def retrieve_ppr(
     return Retrieved(entities, facts, base.metrics, ranked.passages, vector=vector)
 
 
+def start_searches(engine: Any, m: _Metrics, chain: Sequence[str], question: str,
+                   embed_query: Callable[[], list[float]], as_of: Any,
+                   ) -> tuple[Future[list[evidence.ChunkHit]], list[float] | None,
+                   Future[list[evidence.ChunkHit]] | None, Future[list[search.FactHit]] | None]:
+    """The passage searches :func:`ranked_passages` waits for, started on the search pool
+    (round 1 and a follow-up alike): the full-text search, the question's vector, and its
+    two nearest-neighbour searches in one transaction (passages first: PageRank waits for
+    them first). The facts' candidate list is the passages': at the default 40, approximate
+    search missed nearest facts (MuSiQue R@5 +.005 to +.017 at 100, measured on four
+    graphs). ``(text_job, vector, dense_job, linked_job)``; no vector: the last three None."""
+    text_job = _POOL.submit(m.run, engine, "chunk_fulltext", _fulltext, chain, question,
+                            FULLTEXT_CHUNKS)
+    vector = _embed(m, embed_query)
+    if vector is None:
+        return text_job, None, None, None
+    dense_job, linked_job = spawn_together(engine, m, (
+        ("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH),
+        ("fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of, EF_SEARCH)))
+    return text_job, vector, dense_job, linked_job
+
+
 @dataclass
 class Ranked:
     """What the PageRank steps found: passages in order, the mass of every node, the linked
@@ -156,15 +164,14 @@ class Ranked:
     steps: dict[str, float] = field(default_factory=dict)
 
 
-def ranked_passages(run: Run, spawn: Spawn, chain: Sequence[str],
+def ranked_passages(run: Run, chain: Sequence[str],
                     dense_job: Future[list[evidence.ChunkHit]] | None,
                     text_job: Future[list[evidence.ChunkHit]], as_of: Any,
                     linked_job: Future[list[search.FactHit]] | None, question: str,
                     ) -> Ranked | None:
     """Steps 1-4 of the module docstring, the passage and fact searches being under way
     (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
-    has no chunk vectors. ``spawn`` is no longer used (the neighbourhood is one statement,
-    run after the full-text search); kept for the callers that pass it."""
+    has no chunk vectors."""
     out, start = Ranked(), time.perf_counter()
     dense: list[evidence.ChunkHit] = [] if dense_job is None else dense_job.result()
     if dense_job is not None and not dense:

@@ -34,11 +34,9 @@ from graph_flows.query.retrieval_base import (
     _POOL,
     Retrieved,
     SearchConfig,
-    _embed,
     _Metrics,
-    spawn_together,
 )
-from storage import evidence, search
+from storage import search
 
 
 def retrieve_guess(engine: Any, chain: Sequence[str], question: str, cfg: SearchConfig,
@@ -48,20 +46,11 @@ def retrieve_guess(engine: Any, chain: Sequence[str], question: str, cfg: Search
     linked facts (with their sources) and the seed entities (module docstring)."""
     t0 = time.perf_counter()
     m = _Metrics(deadline)
-    spawn = partial(_POOL.submit, m.run, engine)
-    text_job = spawn("chunk_fulltext", recipe._fulltext, chain, question,
-                     recipe.FULLTEXT_CHUNKS)
-    vector = _embed(m, embed_query)
-    dense_job = linked_job = rows_job = None
-    if vector is not None:
-        # one transaction for both, as round 1 runs them (retrieve_ppr)
-        dense_job, linked_job = spawn_together(engine, m, (
-            ("chunk_vector", evidence.chunk_vector, chain, vector, recipe.DENSE_CHUNKS,
-             recipe.EF_SEARCH),
-            ("fact_question", search.fact_vector, chain, vector, recipe.LINKED_FACTS, as_of,
-             recipe.EF_SEARCH)))
-        rows_job = recipe._CANDIDATES.submit(_linked_rows, engine, m, chain, linked_job)
-    ranked = recipe.ranked_passages(partial(m.run, engine), spawn, chain, dense_job, text_job,
+    text_job, vector, dense_job, linked_job = recipe.start_searches(
+        engine, m, chain, question, embed_query, as_of)  # as round 1 starts them
+    rows_job = None if linked_job is None else recipe._CANDIDATES.submit(
+        _linked_rows, engine, m, chain, linked_job)
+    ranked = recipe.ranked_passages(partial(m.run, engine), chain, dense_job, text_job,
                                     as_of, linked_job, question)
     metrics: dict[str, Any] = {"results": m.results, "ms": m.ms, "errors": m.errors,
                                "skipped": m.skipped, "scopes": list(chain)}

@@ -62,9 +62,9 @@ class Lookups:
 
 
 Extra = Callable[[], tuple[Sequence[str], Sequence[str]]]
+"""``extra()``: (entity ids, fact ids) to fetch beside ``_finish``'s own (may block)."""
 Job = tuple[Any, ...]
 """``(name, fn, *args)``: a search method for :meth:`_Metrics.run_together`."""
-"""``extra()``: (entity ids, fact ids) to fetch beside ``_finish``'s own (may block)."""
 
 
 class _Metrics:
