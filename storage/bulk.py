@@ -9,16 +9,25 @@ them in the server: ~250 us a row in text, ~3 us in binary).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection
 
 
 def vector_literal(vec: Sequence[float] | None) -> str | None:
-    """pgvector text form ``[x,y,...]`` (None stays None)."""
+    """pgvector text form ``[x,y,...]``, each number as ``%.7g`` (None stays None): one
+    ``%`` format of the whole vector, half the CPU of formatting its numbers one by one
+    (the same text; a question formats its vector for two or three searches)."""
     if vec is None:
         return None
-    return "[" + ",".join(f"{float(x):.7g}" for x in vec) + "]"
+    return _vector_format(len(vec)) % tuple(vec)
+
+
+@lru_cache(maxsize=8)
+def _vector_format(n: int) -> str:
+    """``[%.7g,...]`` for ``n`` numbers."""
+    return "[" + ",".join(["%.7g"] * n) + "]"
 
 
 def _register_vector(raw: Any) -> None:
