@@ -21,7 +21,7 @@ from storage.bridges import BridgeChunk, ChunkFact
 from storage.bulk import vector_literal
 from storage.models import Entity
 from storage.search import _E, _F, _VALID, Scope, _entity, _fact, _scopes
-from storage.statements import text
+from storage.statements import fetch
 
 _CHUNK_KEYS = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
                "source", "scope")
@@ -58,9 +58,9 @@ def mentioned_with_chunks(conn: Connection, scope: Scope, chunk_ids: Sequence[st
     mentioned: dict[str, list[Entity]] = {c: [] for c in chunk_ids}
     if not chunk_ids:
         return mentioned, []
-    rows = conn.execute(text(_MENTIONED), {
+    rows = fetch(conn, _MENTIONED, {
         "chunks": list(chunk_ids), "v": vector_literal(vector), "s": _scopes(scope),
-        "skip": list(skip_documents), "per": max(per_entity, 0)}).all()
+        "skip": list(skip_documents), "per": max(per_entity, 0)})
     hits: dict[str, list[BridgeChunk]] = {}
     seen: set[tuple[str, str]] = set()
     for r in rows:
@@ -84,7 +84,7 @@ def chunk_fact_rows(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
     confidence first (then fact id, chunk id)."""
     if not chunk_ids or not entity_ids:
         return []
-    rows = conn.execute(text(f"""
+    rows = fetch(conn, f"""
         SELECT p.chunk_id AS from_chunk, {_F}, s.name AS subject, o.name AS object,
                d.source, d.uri, coalesce(d.title, '') AS title
         FROM relation_provenance p JOIN relations r ON r.id = p.relation_id
@@ -92,9 +92,9 @@ def chunk_fact_rows(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
         JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id
         WHERE p.chunk_id = ANY(:chunks) AND r.scope = ANY(:s)
           AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids)) AND {_VALID}
-        ORDER BY r.confidence DESC, r.id, p.chunk_id"""),
+        ORDER BY r.confidence DESC, r.id, p.chunk_id""",
         {"chunks": list(chunk_ids), "ids": list(entity_ids), "s": _scopes(scope),
-         "as_of": as_of}).all()
+         "as_of": as_of})
     return [(r.from_chunk, ChunkFact(_fact(r), r.subject, r.object,
                                      [{"source": r.source, "uri": r.uri, "title": r.title}]))
             for r in rows]

@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 from storage.bulk import vector_literal
 from storage.models import Entity, Fact
 from storage.search import _E, _F, _VALID, Scope, _entity, _fact, _scopes
-from storage.statements import text
+from storage.statements import fetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +37,10 @@ def chunk_entities(conn: Connection, chunk_ids: Sequence[str]) -> dict[str, list
     out: dict[str, list[Entity]] = {c: [] for c in chunk_ids}
     if not chunk_ids:
         return out
-    rows = conn.execute(text(f"""
+    rows = fetch(conn, f"""
         SELECT p.chunk_id, {_E} FROM entity_provenance p JOIN entities e ON e.id = p.entity_id
-        WHERE p.chunk_id = ANY(:chunks) ORDER BY p.chunk_id, e.name, e.id"""),
-        {"chunks": list(chunk_ids)}).all()
+        WHERE p.chunk_id = ANY(:chunks) ORDER BY p.chunk_id, e.name, e.id""",
+        {"chunks": list(chunk_ids)})
     for r in rows:
         out[r.chunk_id].append(_entity(r))
     return out
@@ -71,9 +71,9 @@ def bridge_chunks(conn: Connection, scope: Scope, entity_ids: Sequence[str],
     small next to the corpus)."""
     if not entity_ids or per_entity <= 0:
         return []
-    rows = conn.execute(text(_BRIDGE_CHUNKS), {
+    rows = fetch(conn, _BRIDGE_CHUNKS, {
         "ids": list(dict.fromkeys(entity_ids)), "v": vector_literal(vector),
-        "s": _scopes(scope), "skip": list(skip_documents), "per": per_entity}).all()
+        "s": _scopes(scope), "skip": list(skip_documents), "per": per_entity})
     keys = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
             "source", "scope")
     return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in keys}, bool(r.own),
@@ -107,10 +107,10 @@ def titled_chunks(conn: Connection, scope: Scope, names: Sequence[tuple[str, str
     names = [(i, n) for i, n in dict.fromkeys(names) if n.strip()]
     if not names or per_entity <= 0:
         return []
-    rows = conn.execute(text(_TITLED_CHUNKS), {
+    rows = fetch(conn, _TITLED_CHUNKS, {
         "ids": [i for i, _ in names], "names": [n for _, n in names],
         "v": vector_literal(vector), "s": _scopes(scope), "skip": list(skip_documents),
-        "per": per_entity}).all()
+        "per": per_entity})
     keys = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
             "source", "scope")
     return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in keys}, False, float(r.sim))
@@ -133,7 +133,7 @@ def chunk_facts(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
     ``entity_ids`` (highest confidence first, at most ``limit``)."""
     if not chunk_ids or not entity_ids or limit <= 0:
         return []
-    rows = conn.execute(text(f"""
+    rows = fetch(conn, f"""
         SELECT DISTINCT ON (r.confidence, r.id) {_F}, s.name AS subject, o.name AS object,
                d.source, d.uri, coalesce(d.title, '') AS title
         FROM relation_provenance p JOIN relations r ON r.id = p.relation_id
@@ -141,8 +141,8 @@ def chunk_facts(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
         JOIN chunks c ON c.id = p.chunk_id JOIN documents d ON d.id = c.document_id
         WHERE p.chunk_id = ANY(:chunks) AND r.scope = ANY(:s)
           AND (r.subject_id = ANY(:ids) OR r.object_id = ANY(:ids)) AND {_VALID}
-        ORDER BY r.confidence DESC, r.id LIMIT :n"""),
+        ORDER BY r.confidence DESC, r.id LIMIT :n""",
         {"chunks": list(chunk_ids), "ids": list(entity_ids), "s": _scopes(scope),
-         "as_of": as_of, "n": limit}).all()
+         "as_of": as_of, "n": limit})
     return [ChunkFact(_fact(r), r.subject, r.object,
                       [{"source": r.source, "uri": r.uri, "title": r.title}]) for r in rows]

@@ -27,7 +27,7 @@ from storage.access import set_local
 from storage.bulk import vector_literal
 from storage.fulltext import BM25_B, BM25_K1
 from storage.search import _VALID, Scope, _scopes
-from storage.statements import text
+from storage.statements import fetch, text
 
 # Chunks matched by the full-text candidates before BM25 ranks them (bounds common words).
 FULLTEXT_POOL = 2000
@@ -197,7 +197,7 @@ def chunk_fulltext(conn: Connection, scope: Scope, query: str, limit: int,
         cached = conn.execute(text(
             "SELECT count(*) FROM chunk_scope_stats WHERE scope = ANY(:s)"),
             {"s": scopes}).scalar() == len(scopes)
-    rows = conn.execute(text(_BM25_CACHED if cached else _BM25), params).all()
+    rows = fetch(conn, _BM25_CACHED if cached else _BM25, params)
     return [ChunkHit(r.id, "fulltext", float(r.score)) for r in rows]
 
 
@@ -209,12 +209,12 @@ def chunk_vector(conn: Connection, scope: Scope, vector: Sequence[float], limit:
         return []
     ef = max(int(ef_search or 0), limit)
     set_local(conn, {"hnsw.ef_search": str(min(ef, 1000))})
-    rows = conn.execute(text(
+    rows = fetch(conn,
         "SELECT c.id, 1 - (c.embedding <=> CAST(:v AS vector)) AS sim "
         "FROM chunks c JOIN documents d ON d.id = c.document_id "
         "WHERE d.scope = ANY(:s) AND c.embedding IS NOT NULL "
-        "ORDER BY c.embedding <=> CAST(:v AS vector) LIMIT :n"),
-        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit}).all()
+        "ORDER BY c.embedding <=> CAST(:v AS vector) LIMIT :n",
+        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit})
     return [ChunkHit(r.id, "vector", float(r.sim)) for r in rows]
 
 
@@ -339,9 +339,9 @@ def neighbourhood_part(
     # 4-6 ms (MuSiQue, 200 statements, same rows).
     set_local(conn, {"hnsw.ef_search": str(max(2 * int(synonyms), 10)),
                      "plan_cache_mode": "force_generic_plan"})
-    row = conn.execute(text(_NEIGHBOURHOOD), {
+    (row,) = fetch(conn, _NEIGHBOURHOOD, {
         "s": _scopes(scope), "ids": seeds, "chunks": chunks, "per": per_entity,
-        "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min}).one()
+        "as_of": as_of, "syn_k": max(0, synonyms), "syn_min": synonym_min})
     nodes = _split(row.entities)
     local = {e: i for i, e in enumerate(nodes)}
 
@@ -416,12 +416,12 @@ def chunk_rows(conn: Connection, chunk_ids: Sequence[str]) -> list[dict[str, Any
     each chunk, in the order of ``chunk_ids`` (unknown ids are left out)."""
     if not chunk_ids:
         return []
-    rows = conn.execute(text("""
+    rows = fetch(conn, """
         SELECT c.id, c.text, c.ordinal, c.injection_spans, d.id AS document_id, d.uri,
                coalesce(d.title, '') AS title, d.source, d.scope
-        FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(:ids)"""),
-        {"ids": list(chunk_ids)}).all()
-    by_id = {r.id: dict(r._mapping) for r in rows}
+        FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id = ANY(:ids)""",
+        {"ids": list(chunk_ids)})
+    by_id = {r.id: r._asdict() for r in rows}
     return [by_id[i] for i in chunk_ids if i in by_id]
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-from storage.statements import text
+from storage.statements import fetch, text
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def stale_term_stats(conn: Connection, scopes: Sequence[str],
                      max_age_s: float = STATS_MAX_AGE_S) -> list[str]:
     """The scopes of ``scopes`` whose full-text statistics are missing, or out of date
     (chunks changed since) and older than ``max_age_s`` seconds."""
-    return list(conn.execute(text(_STALE), {"s": list(scopes), "age": max_age_s}).scalars())
+    return [r.scope for r in fetch(conn, _STALE, {"s": list(scopes), "age": max_age_s})]
 
 
 def refresh_term_stats(conn: Connection, scope: str) -> bool:

@@ -6,7 +6,7 @@ from sqlalchemy import Connection
 
 from storage.errors import InvalidInputError
 from storage.request_memo import once, peek
-from storage.statements import text
+from storage.statements import fetch, text
 
 MAX_DEPTH = 16
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/")
@@ -43,7 +43,7 @@ def known_chain(scope: str) -> list[str] | None:
 
 
 def _read_chain(conn: Connection, scope: str) -> tuple[str, ...]:
-    chain = tuple(conn.execute(text(_CHAIN), {"scope": scope, "max_depth": MAX_DEPTH}).scalars())
+    chain = tuple(r[0] for r in fetch(conn, _CHAIN, {"scope": scope, "max_depth": MAX_DEPTH}))
     return chain or (scope,)
 
 

@@ -31,7 +31,7 @@ from storage.bulk import vector_literal
 from storage.ids import normalize_name
 from storage.models import Entity, Fact
 from storage.request_memo import once
-from storage.statements import text
+from storage.statements import fetch
 from storage.text_match import contains_pattern
 
 _E = "e.id, e.name, e.type, e.summary, e.confidence, e.scope, e.aliases"
@@ -162,12 +162,21 @@ def _head_first(conn: Connection, columns: str, table: str, where: str, *,
             "LIMIT :n")
 
 
+# The tables whose row counts choose a search's plan shape (_head_first): read together.
+SEARCHED_TABLES = ("entities", "relations")
+
+
 def planner_rows(conn: Connection, table: str) -> float | None:
     """The planner's row count of ``table`` (``pg_class.reltuples``; -1 before the first
     ANALYZE), read once per read-only request (:mod:`storage.request_memo`): a question's
-    searches ask it 3-4 times."""
-    return once(("reltuples", table), lambda: conn.execute(text(
-        "SELECT reltuples FROM pg_class WHERE oid = CAST(:t AS regclass)"), {"t": table}).scalar())
+    searches ask it 3-4 times. The counts of :data:`SEARCHED_TABLES` are read together, in
+    one statement (the entity and the fact searches read theirs apart before: two
+    statements a question)."""
+    tables = SEARCHED_TABLES if table in SEARCHED_TABLES else (table,)
+    counts = once(("reltuples", tables), lambda: {r.relname: r.reltuples for r in fetch(
+        conn, "SELECT reltuples, relname FROM pg_class WHERE oid = ANY(CAST(:t AS regclass[]))",
+        {"t": list(tables)})})
+    return counts.get(table)
 
 
 def _all_then_first(select: str) -> str:
@@ -183,9 +192,9 @@ def _all_then_first(select: str) -> str:
 
 def entity_exact(conn: Connection, scope: Scope, names: Sequence[str]) -> list[EntityHit]:
     """Entities whose normalised name is one of ``names`` (already normalised)."""
-    rows = conn.execute(text(
+    rows = fetch(conn,
         f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND e.normalized_name = ANY(:n) "
-        "ORDER BY e.confidence DESC LIMIT 50"), {"s": _scopes(scope), "n": list(names)}).all()
+        "ORDER BY e.confidence DESC LIMIT 50", {"s": _scopes(scope), "n": list(names)})
     return [EntityHit(_entity(r), "like", "name", 1.0) for r in rows]
 
 
@@ -199,10 +208,10 @@ def entity_like(
     like = "" if not clause or limit <= 0 else "UNION ALL ({})".format(_head_first(
         conn, f"{_E}, 0.9 AS sim", "entities e", f"e.scope = ANY(:s) AND {clause}",
         fenced=True))
-    rows = conn.execute(text(
+    rows = fetch(conn,
         f"(SELECT {_E}, 1.0 AS sim FROM entities e WHERE e.scope = ANY(:s) "
-        f"AND e.normalized_name = ANY(:norms) ORDER BY e.confidence DESC LIMIT 50) {like}"),
-        {"s": _scopes(scope), "n": limit, "norms": norms, **params}).all()
+        f"AND e.normalized_name = ANY(:norms) ORDER BY e.confidence DESC LIMIT 50) {like}",
+        {"s": _scopes(scope), "n": limit, "norms": norms, **params})
     hits = [EntityHit(_entity(r), "like", "name", float(r.sim)) for r in rows]
     return sorted(hits, key=lambda h: -h.similarity)
 
@@ -213,9 +222,8 @@ def entity_summary(
     clause, params = _ilike_any("e.summary", [t for t in terms if len(t) >= 4])
     if not clause or limit <= 0:
         return []
-    rows = conn.execute(text(_head_first(conn, _E, "entities e",
-                                         f"e.scope = ANY(:s) AND {clause}")),
-                        {"s": _scopes(scope), "n": limit, **params}).all()
+    rows = fetch(conn, _head_first(conn, _E, "entities e", f"e.scope = ANY(:s) AND {clause}"),
+                 {"s": _scopes(scope), "n": limit, **params})
     return [EntityHit(_entity(r), "trigram", "summary", 0.5) for r in rows]
 
 
@@ -264,9 +272,9 @@ def entity_fuzzy(
     if not words or limit <= 0:
         return []
     set_local(conn, {"pg_trgm.similarity_threshold": str(NEAR_WORD_SIMILARITY)})
-    rows = conn.execute(text(_FUZZY), {
+    rows = fetch(conn, _FUZZY, {
         "words": words, "terms": [t.casefold() for t in terms], "s": _scopes(scope), "n": limit,
-        "threshold": threshold, "per_word": per_word, "max_n": MAX_WORD_FREQUENCY}).all()
+        "threshold": threshold, "per_word": per_word, "max_n": MAX_WORD_FREQUENCY})
     return [EntityHit(_entity(r), "trigram", "name", float(r.sim)) for r in rows]
 
 
@@ -275,11 +283,11 @@ def entity_vector(
 ) -> list[EntityHit]:
     if limit <= 0:
         return []
-    rows = conn.execute(text(
+    rows = fetch(conn,
         f"SELECT {_E}, 1 - (e.embedding <=> CAST(:v AS vector)) AS sim FROM entities e "
         "WHERE e.scope = ANY(:s) AND e.embedding IS NOT NULL "
-        "ORDER BY e.embedding <=> CAST(:v AS vector) LIMIT :n"),
-        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit}).all()
+        "ORDER BY e.embedding <=> CAST(:v AS vector) LIMIT :n",
+        {"s": _scopes(scope), "v": vector_literal(vector), "n": limit})
     return [EntityHit(_entity(r), "vector", "embedding", float(r.sim)) for r in rows]
 
 
@@ -289,9 +297,9 @@ def fact_like(
     clause, params = _ilike_any("r.fact", terms)
     if not clause or limit <= 0:
         return []
-    rows = conn.execute(text(_head_first(conn, _F, "relations r",
-                                         f"r.scope = ANY(:s) AND {clause} AND {_VALID}")),
-                        {"s": _scopes(scope), "n": limit, "as_of": as_of, **params}).all()
+    rows = fetch(conn, _head_first(conn, _F, "relations r",
+                                   f"r.scope = ANY(:s) AND {clause} AND {_VALID}"),
+                 {"s": _scopes(scope), "n": limit, "as_of": as_of, **params})
     return [FactHit(_fact(r), "like", 0.9) for r in rows]
 
 
@@ -337,10 +345,10 @@ def fact_by_endpoints(
     if not entity_ids or limit <= 0:
         return []
     words, params = _words_in("lowered.fact", terms)
-    rows = conn.execute(text(_BY_ENDPOINTS.format(columns=_F, words=words, valid=_VALID)), {
+    rows = fetch(conn, _BY_ENDPOINTS.format(columns=_F, words=words, valid=_VALID), {
         "s": _scopes(scope), "ids": list(entity_ids), **params,
         "terms": list(terms)[:SIMILARITY_TERMS] or [""],
-        "predicates": list(predicates), "n": limit, "pool": limit * 2, "as_of": as_of}).all()
+        "predicates": list(predicates), "n": limit, "pool": limit * 2, "as_of": as_of})
     return [FactHit(_fact(r), "trigram", float(r.sim)) for r in rows]
 
 
@@ -357,9 +365,9 @@ def fact_vector(
     pool = limit * FACT_OVERSAMPLE
     ef = min(max(ef_search or 0, pool), 1000)
     set_local(conn, {"hnsw.ef_search": str(ef)})
-    rows = conn.execute(text(_BY_VECTOR.format(columns=_F, valid=_VALID, bits=len(vector))), {
+    rows = fetch(conn, _BY_VECTOR.format(columns=_F, valid=_VALID, bits=len(vector)), {
         "s": _scopes(scope), "v": vector_literal(vector), "n": limit, "pool": pool,
-        "as_of": as_of}).all()
+        "as_of": as_of})
     return [FactHit(_fact(r), "vector", float(r.sim)) for r in rows]
 
 
@@ -381,18 +389,18 @@ LIMIT :n
 def entities_by_ids(conn: Connection, scope: Scope, ids: Sequence[str]) -> list[Entity]:
     if not ids:
         return []
-    rows = conn.execute(text(
-        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND e.id = ANY(:ids)"),
-        {"s": _scopes(scope), "ids": list(ids)}).all()
+    rows = fetch(conn,
+        f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) AND e.id = ANY(:ids)",
+        {"s": _scopes(scope), "ids": list(ids)})
     return [_entity(r) for r in rows]
 
 
 def closest_entities(conn: Connection, scope: Scope, query: str, limit: int = 5) -> list[Entity]:
     """Nearest entity names by trigram distance (for "nothing found" answers)."""
-    rows = conn.execute(text(
+    rows = fetch(conn,
         f"SELECT {_E} FROM entities e WHERE e.scope = ANY(:s) "
-        "ORDER BY similarity(e.name, :q) DESC LIMIT :n"),
-        {"s": _scopes(scope), "q": query, "n": limit}).all()
+        "ORDER BY similarity(e.name, :q) DESC LIMIT :n",
+        {"s": _scopes(scope), "q": query, "n": limit})
     return [_entity(r) for r in rows]
 
 
@@ -400,12 +408,12 @@ def fact_sources(conn: Connection, fact_ids: Sequence[str]) -> dict[str, list[di
     """Documents each fact was extracted from: fact id -> [{source, uri, title}]."""
     if not fact_ids:
         return {}
-    rows = conn.execute(text("""
+    rows = fetch(conn, """
         SELECT DISTINCT p.relation_id, d.source, d.uri, coalesce(d.title, '') AS title
         FROM relation_provenance p JOIN chunks c ON c.id = p.chunk_id
         JOIN documents d ON d.id = c.document_id
-        WHERE p.relation_id = ANY(:ids) ORDER BY d.source, d.uri"""),
-        {"ids": list(fact_ids)}).all()
+        WHERE p.relation_id = ANY(:ids) ORDER BY d.source, d.uri""",
+        {"ids": list(fact_ids)})
     out: dict[str, list[dict[str, str]]] = {}
     for r in rows:
         out.setdefault(r.relation_id, []).append(
@@ -419,10 +427,10 @@ def facts_of_chunks(conn: Connection, scope: Scope, chunk_ids: Sequence[str],
     in id order, at most ``limit``."""
     if not chunk_ids or limit <= 0:
         return []
-    rows = conn.execute(text(f"""
+    rows = fetch(conn, f"""
         SELECT {_F} FROM relations r
         WHERE r.scope = ANY(:s) AND {_VALID} AND r.id IN (
             SELECT p.relation_id FROM relation_provenance p WHERE p.chunk_id = ANY(:c))
-        ORDER BY r.id LIMIT :n"""),
-        {"s": _scopes(scope), "c": list(chunk_ids), "n": limit, "as_of": as_of}).all()
+        ORDER BY r.id LIMIT :n""",
+        {"s": _scopes(scope), "c": list(chunk_ids), "n": limit, "as_of": as_of})
     return [_fact(r) for r in rows]
