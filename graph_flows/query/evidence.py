@@ -81,6 +81,8 @@ _CANDIDATES = ContextThreadPool(max_workers=2, thread_name_prefix="krag-candidat
 
 Run = Callable[..., Any]
 """``run(name, fn, *args)``: the retrieval runner (metrics, retry, deadline; [] on failure)."""
+Hood = Callable[[list[str], list[str]], list[evidence.Neighbourhood]]
+"""``hood(seed entity ids, seed chunk ids)``: the neighbourhood's parts, to be merged."""
 
 
 def retrieve_ppr(
@@ -128,7 +130,8 @@ def retrieve_ppr(
 
 
 def start_searches(engine: Any, m: _Metrics, chain: Sequence[str], question: str,
-                   embed_query: Callable[[], list[float]], as_of: Any,
+                   embed_query: Callable[[], list[float]], as_of: Any, *,
+                   together: bool = True,
                    ) -> tuple[Future[list[evidence.ChunkHit]], list[float] | None,
                    Future[list[evidence.ChunkHit]] | None, Future[list[search.FactHit]] | None]:
     """The passage searches :func:`ranked_passages` waits for, started on the search pool
@@ -136,15 +139,21 @@ def start_searches(engine: Any, m: _Metrics, chain: Sequence[str], question: str
     two nearest-neighbour searches in one transaction (passages first: PageRank waits for
     them first). The facts' candidate list is the passages': at the default 40, approximate
     search missed nearest facts (MuSiQue R@5 +.005 to +.017 at 100, measured on four
-    graphs). ``(text_job, vector, dense_job, linked_job)``; no vector: the last three None."""
+    graphs). ``together=False``: the two in transactions of their own, side by side (each
+    result as soon as it is there; one transaction more). ``(text_job, vector, dense_job,
+    linked_job)``; no vector: the last three None."""
     text_job = _POOL.submit(m.run, engine, "chunk_fulltext", _fulltext, chain, question,
                             FULLTEXT_CHUNKS)
     vector = _embed(m, embed_query)
     if vector is None:
         return text_job, None, None, None
-    dense_job, linked_job = spawn_together(engine, m, (
-        ("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH),
-        ("fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of, EF_SEARCH)))
+    jobs = (("chunk_vector", evidence.chunk_vector, chain, vector, DENSE_CHUNKS, EF_SEARCH),
+            ("fact_question", search.fact_vector, chain, vector, LINKED_FACTS, as_of,
+             EF_SEARCH))
+    if together:
+        dense_job, linked_job = spawn_together(engine, m, jobs)
+    else:
+        dense_job, linked_job = (_POOL.submit(m.run, engine, *job) for job in jobs)
     return text_job, vector, dense_job, linked_job
 
 
@@ -168,10 +177,11 @@ def ranked_passages(run: Run, chain: Sequence[str],
                     dense_job: Future[list[evidence.ChunkHit]] | None,
                     text_job: Future[list[evidence.ChunkHit]], as_of: Any,
                     linked_job: Future[list[search.FactHit]] | None, question: str,
-                    ) -> Ranked | None:
+                    read_hood: Hood | None = None) -> Ranked | None:
     """Steps 1-4 of the module docstring, the passage and fact searches being under way
-    (``dense_job``, ``linked_job``: None when the question has no vector). None: the scope
-    has no chunk vectors."""
+    (``dense_job``, ``linked_job``: None when the question has no vector). ``read_hood``:
+    how the neighbourhood's parts are read (default: one statement). None: the scope has
+    no chunk vectors."""
     out, start = Ranked(), time.perf_counter()
     dense: list[evidence.ChunkHit] = [] if dense_job is None else dense_job.result()
     if dense_job is not None and not dense:
@@ -187,8 +197,9 @@ def ranked_passages(run: Run, chain: Sequence[str],
     # both sides in one statement: fetched apart, the entities both reach (a seed named in
     # a seed passage, their neighbours) had their passages and counts read twice
     hood_start = time.perf_counter()
-    hood = evidence.merge_neighbourhoods(
-        run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of), MAX_EDGES)
+    parts = run("neighbourhood", _hood, chain, out.seed_entities, seed_chunks, as_of) \
+        if read_hood is None else read_hood(out.seed_entities, seed_chunks)
+    hood = evidence.merge_neighbourhoods(parts, MAX_EDGES)
     out.steps["neighbourhood"] = _ms(hood_start)
     start = time.perf_counter()
     graph, order = _pagerank(out, hood, top, dense, text_hits)

@@ -82,26 +82,28 @@ class Followed:
 
 
 def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
-         hops: Sequence[hop_one.HopOne], embed: Callable[[], Sequence[float]],
+         hops: Sequence[hop_one.HopOne],
+         embed: Callable[[], Sequence[float]] | Sequence[float],
          as_of: Any = None, engine: Any = None) -> Followed:
     """The bridge of each hop-1 passage in ``hops`` and its best passage (module
-    docstring); ``embed`` gives the question's vector. ``engine``: the pool on which the
-    facts of the passages the round may place are read beside the titled passages (None:
-    after them, on ``conn``)."""
+    docstring); ``embed`` is the question's vector (round 1's) or gives it. ``engine``: the
+    pool on which the facts of the passages the round may place are read beside the titled
+    passages (None: after them, on ``conn``)."""
     start = time.perf_counter()
-    vector = _EMBED.submit(embed)  # round 1's, or embedded beside the parse
+    vector = _EMBED.submit(embed) if callable(embed) else _done(embed)  # beside the parse
     q = extractive.question(query, names)
     relation = confidence.relation_words(q)
     # the sentences saying a relation word are parsed (CPU) on a thread of their own while
     # the first statement reads the entities the hop-1 chunks mention and their passages
-    parsing = [_EMBED.submit(hop_one.parse, str(h.passage.get("text") or ""), relation)
-               for h in hops]
+    # (one task for all hop-1 passages: a hand-over to a thread costs more than a call)
+    parsing = _EMBED.submit(_parse_all, [str(h.passage.get("text") or "") for h in hops],
+                            relation)
     skip = [str(h.passage.get("document_id")) for h in hops if h.passage.get("document_id")]
     mentioned, near = bridge_reads.mentioned_with_chunks(
         conn, scope, [h.passage["id"] for h in hops], vector.result(), skip, PER_ENTITY)
     found = [hop_one.linked(h, hop_one.mentions(
-        h, [as_row(e) for e in mentioned[h.passage["id"]]], q), relation, parsed=p.result())
-        for h, p in zip(hops, parsing, strict=True)]
+        h, [as_row(e) for e in mentioned[h.passage["id"]]], q), relation, parsed=p)
+        for h, p in zip(hops, parsing.result(), strict=True)]
     kept = {c.id for cands in found for c in cands}
     near = [h for h in near if h.entity_id in kept]  # the rows bridge_chunks reads
     choices = [choose(cands, near) for cands in found]
@@ -129,6 +131,18 @@ def find(conn: Any, scope: Sequence[str], query: str, names: Sequence[str],
     out.facts = _facts(conn, scope, out, facts_job, as_of)
     out.ms = round((time.perf_counter() - start) * 1000, 2)
     return out
+
+
+def _parse_all(texts: Sequence[str], relation: frozenset[str]) -> list[dict[int, Any]]:
+    """:func:`hop_one.parse` of each text, in order."""
+    return [hop_one.parse(text, relation) for text in texts]
+
+
+def _done(value: Any) -> Future[Any]:
+    """A future already holding ``value``."""
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
 
 
 def _may_place(choices: Sequence[tuple[hop_one.Candidate, bridges.BridgeChunk, str] | None],
@@ -268,14 +282,14 @@ def run_round(state: Mapping[str, Any], follow: Mapping[str, Any], names: Sequen
     vector = state.get("question_vector")  # round 1 embedded the same question
 
     def embed() -> Sequence[float]:
-        return vector or res.embeddings.embed_query(state["query"])
+        return res.embeddings.embed_query(state["query"])
 
     # the search pool (statement timeout, no ping on checkout: a dropped connection is
     # replaced once, as every search statement's)
     engine = res.store.search_engine(int(res.settings.search_timeout_s * 1000))
     hops = hops_of(state, follow)
     found = _with_retry(engine, lambda conn: find(conn, scope, state["query"], names, hops,
-                                                  embed, as_of, engine), ())
+                                                  vector or embed, as_of, engine), ())
     merged, added = loop.merge_hops(dict(state), found.places, found.facts, found.entities,
                                     found.tail)
     words = " ".join(follow.get("uncovered") or ())

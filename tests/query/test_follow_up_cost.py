@@ -149,8 +149,9 @@ def test_a_rule_round_in_round_one_s_request_repeats_none_of_its_checks(
         res: Resources) -> None:
     """Run as one read-only request (as ``krag ask`` runs a question), the rule round does
     not ask again whether the scope's full-text statistics are fresh (round 1 found them
-    so, or rebuilt them: storage.request_memo), runs its two vector searches in one
-    transaction as round 1 does, and ranks exactly what it ranks in a request of its own."""
+    so, or rebuilt them: storage.request_memo), runs its two vector searches side by side
+    (the bridge's side of the graph waits only for the facts), and ranks exactly what it
+    ranks in a request of its own."""
     with read_only():
         state, runtime = _round_one()
         conns: list[Any] = []
@@ -165,7 +166,7 @@ def test_a_rule_round_in_round_one_s_request_repeats_none_of_its_checks(
     assert len(rule) == len(alone) - 1
     dense = next(i for i, s in enumerate(rule) if "c.embedding <=>" in s)
     linked = next(i for i, s in enumerate(rule) if "r.embedding <=>" in s)
-    assert conns[dense] is conns[linked]
+    assert conns[dense] is not conns[linked]
     assert guess["passages"] == apart["passages"] and guess["facts"] == apart["facts"]
     assert guess["search_metrics"]["ppr"]["ranked"] == apart["search_metrics"]["ppr"]["ranked"]
     assert P2 in [p["uri"] for p in guess["passages"]]
@@ -180,3 +181,29 @@ def test_the_latency_bench_runs_a_question_as_one_request(res: Resources) -> Non
         state, ms = ppr_latency.run_one(QUESTION, "default", "ppr+rules")
     assert len(state["rounds"]) == 2 and ms["round.2.hops"] > 0
     assert sum("FROM pg_class" in s and "reltuples" in s for s in seen) <= 2  # per table
+
+
+def test_a_rule_round_reads_the_bridge_s_side_of_the_graph_only(res: Resources) -> None:
+    """The rule round's neighbourhood is the linked facts' ends' (their relations, synonyms
+    and passages); the entities of the passages its text matched are not read (round 1
+    reads both sides)."""
+    state, runtime = _round_one()
+    seen: list[tuple[list, list]] = []
+
+    def note(_conn: Any, _cursor: Any, sql: str, params: Any, *_args: Any) -> None:
+        if "WITH seed AS" in sql:
+            seen.append((list(params["ids"]), list(params["chunks"])))
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        _round_one()
+        first = list(seen)
+        seen.clear()
+        guess = nodes.retrieve_knowledge({**state, "follow_up": RULES},  # type: ignore
+                                         runtime)
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+    assert len(first) == 1 and first[0][0] and first[0][1]
+    assert len(seen) == 1 and seen[0][0] and seen[0][1] == []
+    assert guess["rounds"][-1]["added"]["passages"] == 1
+    assert P2 in [p["uri"] for p in guess["passages"]]
