@@ -1,8 +1,9 @@
 """The query's parse without the attribute ruler against the full pipeline, token by token.
 
-``python -m bench.ruler_identity [--passages 600] [--json out.json]``: the sentences of the
-first N passages of the MuSiQue corpus (title + text, split by the answer's own sentence
-splitter; 0: all 2,884) and the 100 questions, each parsed by the full ``en_core_web_sm``
+``python -m bench.ruler_identity [--passages 600] [--whole] [--json out.json]``: the
+sentences of the first N passages of the MuSiQue corpus (title + text, split by the answer's
+own sentence splitter; 0: all 2,884; with ``--whole`` the passages whole too, whitespace
+tokens and all) and the 100 questions, each parsed by the full ``en_core_web_sm``
 pipeline and by the query's parse (:func:`graph_flows.query.answer_kind.parse`: the ruler
 skipped, :mod:`graph_flows.shared.ruler_pos`). Counts the tokens whose part of speech
 (``answer_kind.pos`` against ``pos_``), tag, label or head differ, and the sentences whose
@@ -21,8 +22,9 @@ from typing import Any
 DATA = Path(__file__).resolve().parents[2] / "shared" / "benchdata" / "multihop"
 
 
-def texts(passages: int) -> list[str]:
-    """The questions, then the sentences of the first ``passages`` passages (0: all)."""
+def texts(passages: int, whole: bool = False) -> list[str]:
+    """The questions, then the sentences of the first ``passages`` passages (0: all), then
+    with ``whole`` the passages."""
     from graph_flows.query import extractive
 
     rows = [json.loads(line) for line in (DATA / "corpus.jsonl").open(encoding="utf-8")]
@@ -30,7 +32,8 @@ def texts(passages: int) -> list[str]:
     questions = [json.loads(line)["question"]
                  for line in (DATA / "questions.jsonl").open(encoding="utf-8")]
     said = [s for r in rows for s in extractive.sentences(f"{r['title']} {r['text']}")]
-    return list(dict.fromkeys([*questions, *said]))
+    passages_text = [f"{r['title']} {r['text']}" for r in rows] if whole else []
+    return list(dict.fromkeys([*questions, *said, *passages_text]))
 
 
 def differences(full: Any, lazy: Any) -> dict[str, int]:
@@ -54,6 +57,7 @@ def differences(full: Any, lazy: Any) -> dict[str, int]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=600)
+    ap.add_argument("--whole", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
     from graph_flows.query import answer_kind
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if nlp is None or lazy is None:
         print("the spaCy pipeline is missing or keeps its ruler: nothing to compare")
         return 1
-    todo = texts(args.passages)
+    todo = texts(args.passages, args.whole)
     t0 = time.perf_counter()
     full = list(nlp.pipe(todo))
     t1 = time.perf_counter()
