@@ -115,10 +115,34 @@ def parse(texts: Sequence[str]) -> list[Any]:
         return [None] * len(texts)
     memo = _PARSED.get()
     if memo is None:
-        return list(nlp.pipe(texts))
+        return _pipe(nlp, texts)
     todo = list(dict.fromkeys(t for t in texts if t not in memo))
-    memo.update(zip(todo, nlp.pipe(todo), strict=True))
+    memo.update(zip(todo, _pipe(nlp, todo), strict=True))
     return [memo[t] for t in texts]
+
+
+def _pipe(nlp: Any, texts: Sequence[str]) -> list[Any]:
+    """The parses of ``texts`` in one batch, without the attribute ruler where it may be
+    skipped (its part of speech is read by :func:`pos`; every tag, label and entity is the
+    full pipeline's: :mod:`graph_flows.shared.ruler_pos`)."""
+    from graph_flows.shared.nlp import lazy_ruler, use_pipeline_ops
+
+    if not texts:
+        return []
+    use_pipeline_ops()
+    lazy = lazy_ruler()
+    if lazy is None:
+        return list(nlp.pipe(texts))
+    return [lazy.settle(doc) for doc in nlp.pipe(texts, disable=lazy.skip)]
+
+
+def pos(token: Any) -> str:
+    """The universal part of speech of ``token`` (of a :func:`parse`): the full pipeline's
+    ``pos_``, worked out from the attribute ruler's patterns when the parse skipped it."""
+    from graph_flows.shared.nlp import lazy_ruler
+
+    lazy = lazy_ruler()
+    return lazy.pos(token) if lazy is not None else str(token.pos_)
 
 
 def read(sentence: str, doc: Any = None) -> tuple[Mention, ...]:

@@ -44,7 +44,7 @@ def asked_slot(query: str, doc: Any = None) -> Slot | None:
             continue
         phrase = tok.head if tok.dep_ == "det" else tok  # "which company"
         verb = phrase.head
-        if verb.pos_ not in ("VERB", "AUX") or verb.text.lower() in _COPULA:
+        if answer_kind.pos(verb) not in ("VERB", "AUX") or verb.text.lower() in _COPULA:
             return None
         if phrase.dep_ == "nsubj":
             return Slot(extractive.stem(verb.text), "subject")
@@ -73,7 +73,8 @@ def fill(slot: Slot | None, sentence: str, doc: Any = None) -> Filled:
     if doc is None:
         return Filled()
     for verb in doc:
-        if verb.pos_ not in ("VERB", "AUX") or extractive.stem(verb.text) != slot.verb:
+        if extractive.stem(verb.text) != slot.verb or answer_kind.pos(verb) not in (
+                "VERB", "AUX"):
             continue
         passive = any(c.dep_ == "nsubjpass" for c in verb.children)
         for filler in _fillers(verb, slot.role, passive):

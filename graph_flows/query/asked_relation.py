@@ -42,7 +42,7 @@ def main_relation(query: str, relation: frozenset[str], doc: Any = None) -> froz
     if not roots:
         return relation
     root = roots[0]
-    copula = root.pos_ == "AUX" or root.text.lower() in _BE
+    copula = answer_kind.pos(root) == "AUX" or root.text.lower() in _BE
     heads = [] if copula else [root]
     heads += [c for c in root.children
               if c.dep_ in _MAIN or (copula and c.dep_ == "nsubj")]

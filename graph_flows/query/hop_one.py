@@ -213,6 +213,8 @@ def parse(text: str, relation: frozenset[str], within: Sequence[int] | None = No
     ``within`` when given), parsed (sentence offset -> spaCy doc; empty without the
     parser): what :func:`links` reads, parsed before the mentions are known when the
     follow-up parses while its first statement runs."""
+    from graph_flows.shared.nlp import use_pipeline_ops
+
     nlp, skip = _parser()
     if nlp is None or not relation:
         return {}
@@ -220,6 +222,7 @@ def parse(text: str, relation: frozenset[str], within: Sequence[int] | None = No
             if (within is None or start in within) and _relation_words(sentence, relation)]
     # one batch: spaCy's per-call overhead is most of a short sentence's parse (measured
     # here: 20 ms a sentence called one by one, 2 ms in a batch; the same parse)
+    use_pipeline_ops()  # the pipeline's thinc ops, not looked up again in this thread
     docs = nlp.pipe([sentence for _, sentence in said], disable=skip)
     return {start: doc for (start, _), doc in zip(said, docs, strict=True)}
 
