@@ -64,21 +64,31 @@ def sentence_mentions(said: Sequence[str], docs: Sequence[Any], kind: str,
     """Each sentence's mentions a diagram may draw as its candidate, in the order they are
     taken (module docstring); with ``whole`` no fragment name at all (what another cited
     sentence states is drawn only as a whole name)."""
-    out: dict[str, tuple[Mention, ...]] = {}
+    return both_mentions(said, docs, kind, q)[1 if whole else 0]
+
+
+def both_mentions(said: Sequence[str], docs: Sequence[Any], kind: str, q: extractive.Question,
+                  ) -> tuple[dict[str, tuple[Mention, ...]], dict[str, tuple[Mention, ...]]]:
+    """:func:`sentence_mentions` without and with ``whole``, read in one pass over the
+    sentences (both take the same mentions, widened lists and earlier names; ``whole``
+    only keeps fewer)."""
+    part: dict[str, tuple[Mention, ...]] = {}
+    whole: dict[str, tuple[Mention, ...]] = {}
     seen: list[str] = []
     for sentence, doc in zip(said, docs, strict=True):
         found = answer_kind.read(sentence, doc)
         spans = list(doc.ents) if doc is not None else [None] * len(found)
         pairs = [(coordinated(m, s, kind), s) for m, s in zip(found, spans, strict=True)
                  if not renamed(s, kind)]
-        kept = set(drawable([m for m, _ in pairs], kind, whole))
-        order = nearest([(m, s) for m, s in pairs if m in kept], doc,
-                        seen if kind in answer_kind.COUNTED else [])
-        out[sentence] = surest(order, kind, q)
+        kept = drawable([m for m, _ in pairs], kind)
+        earlier = seen if kind in answer_kind.COUNTED else []
+        for out, keep in ((part, set(kept)), (whole, set(_whole(kept)))):
+            order = nearest([(m, s) for m, s in pairs if m in keep], doc, earlier)
+            out[sentence] = surest(order, kind, q)
         seen += [m.text for m in found
                  if m.label not in answer_kind.NOT_NAMED and confidence.new(
                      extractive.terms(m.text), q)]
-    return out
+    return part, whole
 
 
 def drawable(found: Sequence[Mention], kind: str, whole: bool = False,
@@ -88,9 +98,12 @@ def drawable(found: Sequence[Mention], kind: str, whole: bool = False,
     (:func:`is_fragment`: a possessive, a bare number)."""
     counted = kind in answer_kind.COUNTED
     kept = tuple(m for m in found if counted or not is_number(m.text))
-    if whole:
-        return tuple(m for m in kept if not is_fragment(clean_mention(m.text)))
-    return kept
+    return _whole(kept) if whole else kept
+
+
+def _whole(found: Sequence[Mention]) -> tuple[Mention, ...]:
+    """The mentions that are whole names (:func:`is_fragment` of the cleaned mention)."""
+    return tuple(m for m in found if not is_fragment(clean_mention(m.text)))
 
 
 def renamed(span: Any, kind: str) -> bool:

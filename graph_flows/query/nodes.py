@@ -393,8 +393,10 @@ def _passage_facts(res: Any, state: QueryState, text: str, cited: list[dict[str,
     visible = (state.get("search_metrics") or {}).get("scopes") or state["scope"]
     try:
         with res.store.connect() as conn:
-            return answer_diagram.cited_passage_facts(conn, visible, text, cited,
-                                                      _as_of(state.get("as_of")))
+            return answer_diagram.cited_passage_facts(
+                conn, visible, text, cited, _as_of(state.get("as_of")),
+                known=answer_diagram.known_names(state.get("entities", []),
+                                                 state.get("facts", [])))
     except Exception:
         log.warning("reading the cited passages' facts for the diagram failed", exc_info=True)
         errors.append("the diagram could not read the cited passages' facts; it shows the "

@@ -184,7 +184,8 @@ def kag_query(
     shown = {e["id"] for e in retrieved}
     ents = retrieved + [e for e in ents if e["id"] in ends and e["id"] not in shown]
     sections.label_facts(rels)
-    definitions, facts_text = sections.definitions_text(ents), sections.facts_text(rels)
+    definitions = _drawn(state, "definitions", "entities", ents, sections.definitions_text)
+    facts_text = _drawn(state, "facts_text", "facts", rels, sections.facts_text)
     asked, _ = for_prompt(query.strip()[:500])
     text = f"Knowledge Graph Results for: {asked}\n\n## Entities\n" + (
         definitions or "(none found)")
@@ -193,7 +194,8 @@ def kag_query(
     passages = _passages(state, source_id)
     withheld = withheld_counts(passages)
     if passages:
-        text += "\n\n## Passages\n" + sections.passages_text(passages)
+        text += "\n\n## Passages\n" + _drawn(state, "passages_text", "passages", passages,
+                                                 sections.passages_text)
     if withheld["passages"]:
         text += "\n\nNote: " + withheld_notice(withheld)
     with answer_kind.parsed_once():  # the label and the diagram read the same sentences
@@ -215,6 +217,19 @@ def kag_query(
         out["passages"] = passages
         out["withheld"] = withheld
     return out
+
+
+def _drawn(state: dict[str, Any], key: str, of: str, rows: list[dict[str, Any]],
+           write: Callable[[list[dict[str, Any]]], str]) -> str:
+    """``write(rows)``: the section text of ``rows`` (:mod:`graph_flows.query.sections`),
+    taken from the state's ``key`` when the graph's build_context wrote it from the same
+    rows (the state's ``of``, equal to ``rows``: the same function of the same input),
+    else written here (kag_query keeps fewer entities or facts, or one source's
+    passages)."""
+    made = state.get(key)
+    if isinstance(made, str) and state.get(of) == rows:
+        return made
+    return write(rows)
 
 
 def context_confidence(state: dict[str, Any], query: str, rels: list[dict[str, Any]],

@@ -108,3 +108,37 @@ def test_the_demo_diagram_explains_the_answer_and_nothing_found_draws_none(
     nothing = query_flow.invoke({"query": "What is the boiling point of tungsten?"})
     assert nothing["answer_confidence"]["label"] == "none", nothing["answer_confidence"]
     assert nothing["mermaid"] == ""
+
+
+def test_the_cited_passages_facts_read_only_the_names_the_request_lacks(
+        sample: Resources) -> None:
+    """kag_query's diagram reads the facts of the cited passages; the names of their
+    entities that retrieval already read are not read again: the same facts, fewer names
+    asked of the store (none when retrieval read them all)."""
+    from sqlalchemy import event
+
+    from graph_flows.query import answer_diagram
+
+    out = query_flow.invoke({"query": demo_question()})
+    assert any("passage_id" in c for c in out["citations"]), out["citations"]
+    known = answer_diagram.known_names(out["entities"], out["facts"])
+    asked: list[list[str]] = []
+
+    def count(conn, cursor, statement, params, context, many):  # noqa: ANN001, ARG001
+        if "FROM entities e" in statement and isinstance(params, dict):
+            asked.append(list(params.get("ids") or []))
+
+    with sample.store.connect() as conn:
+        event.listen(conn.engine, "before_cursor_execute", count)
+        try:
+            before = answer_diagram.cited_passage_facts(conn, "default", out["answer"],
+                                                        out["citations"])
+            read_all = sum(map(len, asked))
+            asked.clear()
+            after = answer_diagram.cited_passage_facts(conn, "default", out["answer"],
+                                                       out["citations"], known=known)
+        finally:
+            event.remove(conn.engine, "before_cursor_execute", count)
+    assert before and after == before
+    assert read_all > 0 and sum(map(len, asked)) < read_all, asked
+    assert not set(known) & {i for ids in asked for i in ids}

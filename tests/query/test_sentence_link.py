@@ -4,7 +4,10 @@ when the gap names something else or is too long to be one relation."""
 
 from __future__ import annotations
 
-from graph_flows.query.sentence_link import MAX_WORDS, first_link, link
+import random
+import re
+
+from graph_flows.query.sentence_link import MAX_WORDS, first_link, link, spans
 
 
 def test_the_words_between_two_names_in_reading_order() -> None:
@@ -33,3 +36,37 @@ def test_no_link_when_the_gap_names_something_else_or_is_no_relation() -> None:
     assert link(long_gap, "Ingres", "QUEL") is None
     assert first_link(["Ingres and QUEL.", "QUEL was designed for Ingres."],
                       "Ingres", "QUEL").text == "was designed for"
+
+
+def _regex_spans(sentence: str, name: str) -> list[tuple[int, int]]:
+    """The regular expression spans() stands for (and still runs beyond ASCII)."""
+    words = name.split()
+    pattern = r"\s+".join(re.escape(w) for w in words)
+    return [(m.start(), m.end())
+            for m in re.finditer(rf"(?<![\w]){pattern}(?![\w])", sentence, re.IGNORECASE)]
+
+
+def test_spans_find_what_the_regular_expression_finds() -> None:
+    """ASCII text is searched without compiling a pattern per name: the same spans as the
+    case-insensitive whole-word expression, spacing folded, left to right, no overlap."""
+    cases = [
+        ("Brightmoor was founded by the Reyes  family.", "reyes family"),
+        ("The Reyes\nfamily; the REYES family_x, reyes family", "Reyes Family"),
+        ("a a a a", "a a"),
+        ("New York-based New  York, NewYork New\tYork", "New York"),
+        ("x_Ingres Ingres2 (Ingres) Ingres.", "Ingres"),
+        ("Kim Jong-il's mother", "Jong-il"),
+        ("Ingres uses QUEL.", "Postgres"),
+        ("Ingres\x1cuses QUEL.", "ingres uses"),
+        ("Straße in Köln, STRASSE", "Köln"),  # beyond ASCII: the expression itself
+        ("the ſtate of Ohio", "state"),
+    ]
+    for sentence, name in cases:
+        assert spans(sentence, name) == _regex_spans(sentence, name), (sentence, name)
+    rng = random.Random(7)
+    alphabet = "aAb_ .,\t\n1-'()"
+    for _ in range(20000):
+        sentence = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        name = "".join(rng.choice("aAb_ 1-") for _ in range(rng.randint(1, 5)))
+        if name.split() and any(c.isalnum() for c in name):
+            assert spans(sentence, name) == _regex_spans(sentence, name), (sentence, name)

@@ -28,6 +28,25 @@ def test_one_query_graph_ends_after_context_without_the_answer(resources: Resour
     assert ended["facts"] and ended["facts_text"] == full["facts_text"]
 
 
+def test_kag_query_sections_are_those_of_what_it_returns(resources: Resources) -> None:
+    """kag_query takes a section the graph already wrote when it is of the same rows; with
+    fewer rows (a limit, no relations) the section is its own, never the graph's."""
+    def facts_part(out: dict) -> str:
+        return out["context"].split("## Facts\n", 1)[1].split("\n\n")[0]
+
+    full = ask.kag_query("default", "What did Ada Lovelace write?")
+    fewer = ask.kag_query("default", "What did Ada Lovelace write?", limit=1)
+    assert len(full["relations"]) > 1 and len(fewer["relations"]) == 1
+    for out in (full, fewer):
+        lines = out["facts_text"].splitlines()
+        assert out["facts_text"] == facts_part(out)
+        assert [ln.split("]")[0] for ln in lines] == [
+            f"[F{i}" for i in range(1, len(out["relations"]) + 1)]
+        assert all(r["fact"] in ln for r, ln in zip(out["relations"], lines, strict=True))
+    bare = ask.kag_query("default", "What did Ada Lovelace write?", include_relations=False)
+    assert bare["facts_text"] == "" and "## Facts" not in bare["context"]
+
+
 def test_kag_query_walks_hops_in_retrieval(resources: Resources) -> None:
     anchored = {"query": "Ada Lovelace", "entities": ["Ada Lovelace"]}
     one = ask.kag_query("default", **anchored, max_hops=1)
