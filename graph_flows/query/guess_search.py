@@ -93,9 +93,12 @@ def bridge_side(engine: Any, m: _Metrics, chain: Sequence[str], as_of: Any,
     started: Future[tuple[list[str], Future[list]]] = Future()
 
     def start(job: Future[list[search.FactHit]]) -> None:
-        seeds = seed_entities(job.result())
-        started.set_result((seeds, _POOL.submit(
-            m.run, engine, "neighbourhood", recipe._hood, chain, seeds, [], as_of)))
+        try:
+            seeds = seed_entities(job.result())
+            started.set_result((seeds, _POOL.submit(
+                m.run, engine, "neighbourhood", recipe._hood, chain, seeds, [], as_of)))
+        except BaseException as exc:  # noqa: BLE001 - read() raises it, never waits forever
+            started.set_exception(exc)
 
     # run where the facts search ends, in the request's context (its scoped access)
     linked_job.add_done_callback(in_context(start))
