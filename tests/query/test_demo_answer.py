@@ -115,7 +115,7 @@ def test_the_cited_passages_facts_read_only_the_names_the_request_lacks(
     """kag_query's diagram reads the facts of the cited passages; the names of their
     entities that retrieval already read are not read again: the same facts, fewer names
     asked of the store (none when retrieval read them all)."""
-    from sqlalchemy import event
+    from sqlalchemy import Engine, event
 
     from graph_flows.query import answer_diagram
 
@@ -129,7 +129,7 @@ def test_the_cited_passages_facts_read_only_the_names_the_request_lacks(
             asked.append(list(params.get("ids") or []))
 
     with sample.store.connect() as conn:
-        event.listen(conn.engine, "before_cursor_execute", count)
+        event.listen(Engine, "before_cursor_execute", count)
         try:
             before = answer_diagram.cited_passage_facts(conn, "default", out["answer"],
                                                         out["citations"])
@@ -138,7 +138,7 @@ def test_the_cited_passages_facts_read_only_the_names_the_request_lacks(
             after = answer_diagram.cited_passage_facts(conn, "default", out["answer"],
                                                        out["citations"], known=known)
         finally:
-            event.remove(conn.engine, "before_cursor_execute", count)
+            event.remove(Engine, "before_cursor_execute", count)
     assert before and after == before
     assert read_all > 0 and sum(map(len, asked)) < read_all, asked
     assert not set(known) & {i for ids in asked for i in ids}
