@@ -138,3 +138,20 @@ def test_diagram_without_question_grows_connected_from_the_best_labelled_fact() 
     assert diagram.count('["') == 3 and '"Decoy' not in diagram and " --- " not in diagram
     assert '-->|"was acquired by"|' in diagram and '-->|"founded"|' in diagram
     assert build_mermaid([], [_fact("x", "A", "B", "A and B.")]) == ""
+
+
+def test_terms_are_read_once_per_request_and_every_time_outside() -> None:
+    """A passage's terms are kept for the read-only request (the same set object again),
+    never across requests nor outside one (a fresh set each call)."""
+    from storage.request_memo import request_memo
+
+    text = "The Tower was founded in 1889 by engineers of Paris."
+    outside = [extractive.terms(text), extractive.terms(text)]
+    words = ("tower", "founded", "1889", "engineers", "paris")  # "the", "was", ... stop words
+    assert outside[0] == outside[1] == {extractive.stem(w) for w in words}
+    assert outside[0] is not outside[1]
+    with request_memo():
+        first = extractive.terms(text)
+        assert extractive.terms(text) is first and first == outside[0]
+    with request_memo():
+        assert extractive.terms(text) is not first
