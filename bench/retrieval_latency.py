@@ -60,7 +60,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from bench import synthetic
 from bench.memory import rss_mb
@@ -252,9 +252,11 @@ def literal_retrieve(engine: Any, scope: str, terms: Sequence[str],
 
 # -- EXPLAIN -----------------------------------------------------------------------------------
 class _RecordingConn:
-    """Records each execute() with its caller and the transaction-local settings made before
-    it on this connection (e.g. hnsw.ef_search), so EXPLAIN replays them; the rest (begin,
-    rollback, ...) goes straight to the connection."""
+    """Records each search statement (``SELECT`` / ``WITH``, as the driver receives it:
+    through ``conn.execute`` or ``storage.statements.fetch``, both of which fire
+    ``before_cursor_execute``) with the function of ours that ran it and the
+    transaction-local settings made before it on this connection (e.g. hnsw.ef_search), so
+    EXPLAIN replays them; the rest (begin, rollback, ...) goes straight to the connection."""
 
     def __init__(self, conn: Any, calls: list) -> None:
         self._conn, self._calls = conn, calls
@@ -277,10 +279,27 @@ class _RecordingConn:
                             for name, value in zip(values[::2], values[1::2], strict=True)]
         return self._conn.exec_driver_sql(sql, *args, **kwargs)
 
-    def execute(self, stmt: Any, params: Any = None) -> Any:
-        caller = sys._getframe(1).f_code.co_name  # the storage function
-        self._calls.append((caller, stmt, params, tuple(self._setup)))
-        return self._conn.execute(stmt, params)
+    def note(self, _conn: Any, _cursor: Any, statement: str, params: Any, _context: Any,
+             _many: bool) -> None:
+        """``before_cursor_execute``: keep a search statement (not a setting, not SHOW)."""
+        head = statement.lstrip()
+        first = head.split(None, 1)[0].upper() if head else ""
+        if first in ("SELECT", "WITH") and not head.startswith("SELECT set_config("):
+            self._calls.append((_caller(), statement, params, tuple(self._setup)))
+
+
+def _caller() -> str:
+    """The function of ours that ran the statement being recorded: the first frame outside
+    the libraries, ``storage.statements`` and the recorder."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = frame.f_code.co_filename
+        ours = "site-packages" not in path and not path.endswith(
+            ("storage/statements.py", "storage/access.py", "storage/engine.py"))
+        if ours and not (path == __file__ and frame.f_code.co_name == "note"):
+            return frame.f_code.co_name
+        frame = frame.f_back
+    return "?"
 
 
 class RecordingEngine:
@@ -288,13 +307,18 @@ class RecordingEngine:
 
     def __init__(self, source: Any) -> None:
         self.source = source  # anything with connect(): an Engine or a KnowledgeStore
-        self.calls: list[tuple[str, Any, Any, tuple[str, ...]]] = []
+        self.calls: list[tuple[str, str, Any, tuple[str, ...]]] = []
         self._lock = threading.Lock()
 
     @contextlib.contextmanager
     def connect(self) -> Iterator[_RecordingConn]:
         with self.source.connect() as conn:
-            yield _RecordingConn(conn, self.calls)
+            rec = _RecordingConn(conn, self.calls)
+            event.listen(conn, "before_cursor_execute", rec.note)
+            try:
+                yield rec
+            finally:
+                event.remove(conn, "before_cursor_execute", rec.note)
 
 
 def _short(params: Any) -> str:
@@ -304,17 +328,16 @@ def _short(params: Any) -> str:
     return ", ".join(f"{k}={fmt(v)}" for k, v in (params or {}).items())
 
 
-def explain_calls(engine: Any, calls: Sequence[tuple[str, Any, Any, tuple[str, ...]]],
+def explain_calls(engine: Any, calls: Sequence[tuple[str, str, Any, tuple[str, ...]]],
                   title: str) -> str:
     out = [f"=== {title} ==="]
-    for caller, stmt, params, setup in calls:
-        sql = stmt.text if hasattr(stmt, "text") else str(stmt)
+    for caller, sql, params, setup in calls:
         with engine.connect() as conn:
             conn.exec_driver_sql("SET LOCAL statement_timeout = 120000")
             for line in setup:
                 conn.exec_driver_sql(line)
-            plan = [r[0] for r in conn.execute(
-                text("EXPLAIN (ANALYZE, BUFFERS) " + sql), params).all()]
+            plan = [r[0] for r in conn.exec_driver_sql(  # the driver's text: %(name)s
+                "EXPLAIN (ANALYZE, BUFFERS) " + sql, params or {}).all()]
         out += [f"--- {caller}", "SQL: " + " ".join(sql.split()),
                 "params: " + _short(params), *(f"setup: {x}" for x in setup), *plan, ""]
     return "\n".join(out)
