@@ -17,31 +17,17 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from storage.bridges import BridgeChunk, ChunkFact
+from storage.bridges import CHUNK_KEYS, BridgeChunk, ChunkFact, entity_passages
 from storage.bulk import vector_literal
 from storage.models import Entity
 from storage.search import _E, _F, _VALID, Scope, _entity, _fact, _scopes
 from storage.statements import fetch
 
-_CHUNK_KEYS = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
-               "source", "scope")
-
 _MENTIONED = f"""
 SELECT m.chunk_id AS hop_chunk, {_E.replace("e.", "m.")}, x.* FROM (
     SELECT p.chunk_id, {_E} FROM entity_provenance p JOIN entities e ON e.id = p.entity_id
     WHERE p.chunk_id = ANY(:chunks)) m
-LEFT JOIN LATERAL (
-    SELECT c.id AS c_id, c.text AS c_text, c.ordinal AS c_ordinal,
-           c.injection_spans AS c_injection_spans, d.id AS c_document_id, d.uri AS c_uri,
-           coalesce(d.title, '') AS c_title, d.source AS c_source, d.scope AS c_scope,
-           lower(regexp_replace(coalesce(d.title, ''), '\\s*\\([^()]*\\)\\s*$', ''))
-               = lower(m.name) AS c_own,
-           1 - (c.embedding <=> CAST(:v AS vector)) AS c_sim
-    FROM entity_provenance p JOIN chunks c ON c.id = p.chunk_id
-    JOIN documents d ON d.id = c.document_id
-    WHERE p.entity_id = m.id AND d.scope = ANY(:s) AND c.embedding IS NOT NULL
-      AND NOT d.id = ANY(CAST(:skip AS text[]))
-    ORDER BY 10 DESC, c.embedding <=> CAST(:v AS vector), c.id LIMIT :per) x ON true
+LEFT JOIN LATERAL ({entity_passages("m.id", "m.name", "c_")}) x ON true
 ORDER BY m.chunk_id, m.name, m.id, x.c_own DESC, x.c_sim DESC, x.c_id
 """
 
@@ -69,7 +55,7 @@ def mentioned_with_chunks(conn: Connection, scope: Scope, chunk_ids: Sequence[st
             mentioned[r.hop_chunk].append(_entity(r))
         if r.c_id is None or any(h.row["id"] == r.c_id for h in hits.get(r.id, ())):
             continue  # no passage; or the same entity's rows again (said in both chunks)
-        row = {k: getattr(r, f"c_{k}") for k in _CHUNK_KEYS}
+        row = {k: getattr(r, f"c_{k}") for k in CHUNK_KEYS}
         if len(hits.setdefault(r.id, [])) < per_entity:
             hits[r.id].append(BridgeChunk(r.id, row, bool(r.c_own), float(r.c_sim)))
     order = dict.fromkeys(e.id for es in mentioned.values() for e in es)

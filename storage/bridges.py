@@ -46,19 +46,35 @@ def chunk_entities(conn: Connection, chunk_ids: Sequence[str]) -> dict[str, list
     return out
 
 
-_BRIDGE_CHUNKS = """
-SELECT x.* FROM unnest(CAST(:ids AS text[])) AS b(id) JOIN entities e ON e.id = b.id,
-LATERAL (
-    SELECT b.id AS entity_id, c.id, c.text, c.ordinal, c.injection_spans,
-           d.id AS document_id, d.uri, coalesce(d.title, '') AS title, d.source, d.scope,
+CHUNK_KEYS = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
+              "source", "scope")
+"""The keys of a :class:`BridgeChunk`'s row."""
+
+
+def entity_passages(entity_id: str, name: str, prefix: str = "") -> str:
+    """The statement (a ``LATERAL`` body) reading the passages of the entity whose id and
+    name are the SQL ``entity_id`` and ``name``, as :func:`bridge_chunks` orders and limits
+    them (``:v``, ``:s``, ``:skip``, ``:per``): columns ``prefix`` + :data:`CHUNK_KEYS`,
+    ``own`` and ``sim``."""
+    pre = prefix
+    return f"""
+    SELECT c.id AS {pre}id, c.text AS {pre}text, c.ordinal AS {pre}ordinal,
+           c.injection_spans AS {pre}injection_spans, d.id AS {pre}document_id,
+           d.uri AS {pre}uri, coalesce(d.title, '') AS {pre}title, d.source AS {pre}source,
+           d.scope AS {pre}scope,
            lower(regexp_replace(coalesce(d.title, ''), '\\s*\\([^()]*\\)\\s*$', ''))
-               = lower(e.name) AS own,
-           1 - (c.embedding <=> CAST(:v AS vector)) AS sim
+               = lower({name}) AS {pre}own,
+           1 - (c.embedding <=> CAST(:v AS vector)) AS {pre}sim
     FROM entity_provenance p JOIN chunks c ON c.id = p.chunk_id
     JOIN documents d ON d.id = c.document_id
-    WHERE p.entity_id = b.id AND d.scope = ANY(:s) AND c.embedding IS NOT NULL
+    WHERE p.entity_id = {entity_id} AND d.scope = ANY(:s) AND c.embedding IS NOT NULL
       AND NOT d.id = ANY(CAST(:skip AS text[]))
-    ORDER BY 11 DESC, c.embedding <=> CAST(:v AS vector), c.id LIMIT :per) x
+    ORDER BY 10 DESC, c.embedding <=> CAST(:v AS vector), c.id LIMIT :per"""
+
+
+_BRIDGE_CHUNKS = f"""
+SELECT b.id AS entity_id, x.* FROM unnest(CAST(:ids AS text[])) AS b(id)
+JOIN entities e ON e.id = b.id, LATERAL ({entity_passages("b.id", "e.name")}) x
 """
 
 
@@ -74,9 +90,7 @@ def bridge_chunks(conn: Connection, scope: Scope, entity_ids: Sequence[str],
     rows = fetch(conn, _BRIDGE_CHUNKS, {
         "ids": list(dict.fromkeys(entity_ids)), "v": vector_literal(vector),
         "s": _scopes(scope), "skip": list(skip_documents), "per": per_entity})
-    keys = ("id", "text", "ordinal", "injection_spans", "document_id", "uri", "title",
-            "source", "scope")
-    return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in keys}, bool(r.own),
+    return [BridgeChunk(r.entity_id, {k: getattr(r, k) for k in CHUNK_KEYS}, bool(r.own),
                         float(r.sim)) for r in rows]
 
 
